@@ -1,0 +1,125 @@
+"""Small synthetic base wheels, pins and patches for the tool's own tests.
+
+A synthetic wheel has the shape of torch's (torch/, torchgen/, functorch/, a compiled `.so`
+with NUL bytes, torch/version.py and a dist-info with RECORD), so every mechanism of the tool
+runs for real on it in milliseconds.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+TAG = "cp{0}{1}-cp{0}{1}-manylinux_2_28_x86_64".format(*sys.version_info[:2])
+VERSION = "2.9.1"
+REVISION = "5811a8d7da873dd699ff6687092c225caffcf1bb"
+DATE = (2025, 11, 11, 1, 17, 54)
+
+SOURCES: dict[str, bytes] = {
+    "torch/__init__.py": b"from torch.version import __version__\nfrom torch import ops\n",
+    "torch/version.py": (
+        b"__all__ = ['__version__', 'git_version']\n"
+        b"__version__ = '2.9.1+cu128'\n"
+        b"git_version = '5811a8d7da873dd699ff6687092c225caffcf1bb'\n"
+    ),
+    "torch/ops.py": b"def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    "torch/_C.cpython-311-x86_64-linux-gnu.so": b"\x7fELF\x00\x01compiled\x00" * 64,
+    "torch/lib/libtorch_cpu.so": b"\x7fELF\x00\x02compiled\x00" * 512,
+    "torch/include/ATen/Tensor.h": b"#pragma once\n",
+    "torchgen/__init__.py": b"",
+    "functorch/__init__.py": b"",
+}
+
+
+def record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None) -> Path:
+    files = dict(SOURCES, **(extra or {}))
+    info = f"torch-{VERSION}.dist-info"
+    files[f"{info}/METADATA"] = (
+        f"Metadata-Version: 2.4\nName: torch\nVersion: {VERSION}\nSummary: synthetic\n"
+        "Requires-Python: >=3.10\nRequires-Dist: filelock\n"
+        'Provides-Extra: optree\nRequires-Dist: optree>=0.13.0; extra == "optree"\n'
+    ).encode()
+    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()
+    files[f"{info}/entry_points.txt"] = b"[console_scripts]\ntorchrun = torch.distributed.run:main\n"
+    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    path = dest_dir / f"torch-{VERSION}-{TAG}.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zi = zipfile.ZipInfo(name, DATE)
+            zi.external_attr = 0o100644 << 16
+            zi.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(zi, data)
+    return path
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class SyntheticProject:
+    """A project root (pin + patches/) and a cache dir holding a synthetic base wheel."""
+
+    def __init__(self, root: Path, extra: dict[str, bytes] | None = None) -> None:
+        self.root = root / "project"
+        self.cache = root / "cache"
+        (self.root / "patches").mkdir(parents=True)
+        (self.root / "patches" / "series").write_text("")
+        self.wheel = make_wheel(self.cache / "wheels", extra)
+        self.write_pin(sha256(self.wheel))
+
+    def write_pin(self, sha: str) -> None:
+        (self.root / "overlay.toml").write_text(
+            f'[base]\nversion = "{VERSION}"\nrevision = "{REVISION}"\n\n[base.wheels]\n"{TAG}" = "{sha}"\n'
+        )
+
+    @property
+    def tree(self) -> Path:
+        return self.root / "build" / "tree"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ, TORCH_OVERLAY_CACHE=str(self.cache), PYTHONPATH=str(REPO))
+        return env
+
+    def tool(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [sys.executable, "-m", "torch_overlay", *args], cwd=self.root, env=self.env(),
+            text=True, capture_output=True,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"torch_overlay {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def git(self, *args: str) -> str:
+        env = dict(self.env(), GIT_AUTHOR_NAME="Dev", GIT_AUTHOR_EMAIL="dev@example.com",
+                   GIT_COMMITTER_NAME="Dev", GIT_COMMITTER_EMAIL="dev@example.com",
+                   GIT_AUTHOR_DATE="2026-01-02T03:04:05+00:00", GIT_CONFIG_GLOBAL=os.devnull)
+        return subprocess.run(["git", *args], cwd=self.tree, env=env, text=True, check=True,
+                              capture_output=True).stdout
+
+    def commit_edit(self, path: str, old: str, new: str, message: str) -> None:
+        """Edit a file in the tree and commit it, as a developer writing a patch does."""
+        file = self.tree / path
+        file.write_text(file.read_text().replace(old, new))
+        self.git("commit", "-q", "-am", message)
+
+    def add_test_file(self, path: str, text: str, message: str) -> None:
+        file = self.tree / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(text)
+        self.git("add", path)
+        self.git("commit", "-q", "-m", message)
+
+    def series(self) -> list[str]:
+        return (self.root / "patches" / "series").read_text().split()

@@ -1,0 +1,162 @@
+"""The base: fetch the pinned wheel with pip, verify its sha256, extract it once into the cache.
+
+Cache layout (outside the repository, see `project.default_cache_dir`):
+    wheels/<wheel file>           the verified wheel
+    base/<sha256[:16]>/           its members, extracted; `manifest.json` marks it complete
+Everything is written under a `.partial` name and renamed into place, so an interrupted run
+leaves nothing that a later run could mistake for a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import OverlayError
+from .lock import build_lock
+from .pin import Pin, WheelPin
+from .progress import Progress
+
+MANIFEST = "manifest.json"
+_CHUNK = 1 << 20
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def verify(path: Path, expected: str) -> None:
+    actual = sha256_of(path)
+    if actual != expected:
+        raise OverlayError(
+            f"{path}: sha256 {actual} does not match the pin {expected} in overlay.toml; "
+            "refusing to use it. Delete the file to fetch it again."
+        )
+
+
+@dataclass(frozen=True)
+class Base:
+    """A verified base wheel and its extracted members."""
+
+    version: str
+    revision: str
+    wheel: WheelPin
+    wheel_path: Path
+    extracted: Path
+    text_files: tuple[str, ...]  # tracked in the fork tree
+    binary_files: tuple[str, ...]  # compiled: hard-linked into the tree, never tracked
+
+    @property
+    def dist_info(self) -> str:
+        return f"torch-{self.version}.dist-info"
+
+
+def wheel_path(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
+    return cache_dir / "wheels" / wheel.filename(pin.version)
+
+
+def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
+    """The verified wheel in the cache, downloaded with pip if it is not there yet."""
+    target = wheel_path(cache_dir, pin, wheel)
+    if target.exists():
+        verify(target, wheel.sha256)
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
+        _pip_download(pin.version, wheel.tag, Path(tmp))
+        downloaded = Path(tmp) / target.name
+        if not downloaded.exists():
+            raise OverlayError(f"pip did not produce {target.name}; check the package index configuration")
+        verify(downloaded, wheel.sha256)
+        os.replace(downloaded, target)
+    return target
+
+
+def _pip_download(version: str, tag: str, dest: Path) -> None:
+    python_tag, abi, platform_tag = tag.split("-", 2)
+    cmd = [
+        sys.executable, "-m", "pip", "download", f"torch=={version}", "--no-deps",
+        "--only-binary=:all:", "--implementation", python_tag[:2],
+        "--python-version", python_tag[2:], "--abi", abi, "--platform", platform_tag,
+        "--dest", str(dest),
+    ]
+    print(f"fetching torch=={version} ({tag}) with pip ...", file=sys.stderr, flush=True)
+    result = subprocess.run(cmd, stdout=sys.stderr)
+    if result.returncode != 0:
+        raise OverlayError(f"pip could not download torch=={version} for {tag} (exit {result.returncode})")
+
+
+def _is_text(head: bytes, name: str) -> bool:
+    # git's own heuristic (a NUL byte means binary); shared objects are binary whatever they hold.
+    return b"\0" not in head and ".so" not in Path(name).suffixes
+
+
+def _extract(wheel: Path, dest: Path) -> dict[str, str]:
+    kinds: dict[str, str] = {}
+    with zipfile.ZipFile(wheel) as zf:
+        members = [m for m in zf.infolist() if not m.is_dir()]
+        progress = Progress("extracting base wheel", total=sum(m.file_size for m in members))
+        for member in members:
+            out = dest / member.filename
+            out.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(member) as src, out.open("wb") as dst:
+                head = src.read(8000)
+                dst.write(head)
+                shutil.copyfileobj(src, dst, _CHUNK)
+            mode = (member.external_attr >> 16) & 0o777
+            os.chmod(out, mode or 0o644)
+            kinds[member.filename] = "text" if _is_text(head, member.filename) else "binary"
+            progress.advance(member.file_size)
+        progress.done()
+    return kinds
+
+
+def extract(cache_dir: Path, wheel: WheelPin, path: Path) -> Path:
+    """The extracted members of a verified wheel (extracted once, reused afterwards)."""
+    dest = cache_dir / "base" / wheel.sha256[:16]
+    with build_lock(dest.parent):
+        if not (dest / MANIFEST).exists():
+            _extract_into(path, wheel, dest)
+    return dest
+
+
+def _extract_into(path: Path, wheel: WheelPin, dest: Path) -> None:
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
+    partial.mkdir(parents=True)
+    kinds = _extract(path, partial)
+    manifest = {"wheel": path.name, "sha256": wheel.sha256, "files": kinds}
+    (partial / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(partial, dest)
+
+
+def load(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
+    """Fetch, verify and extract the base wheel as needed; nothing is re-done when cached."""
+    extracted = cache_dir / "base" / wheel.sha256[:16]
+    path = wheel_path(cache_dir, pin, wheel)
+    if not (extracted / MANIFEST).exists():
+        path = fetch(cache_dir, pin, wheel)  # verifies before extraction
+        extract(cache_dir, wheel, path)
+    kinds: dict[str, str] = json.loads((extracted / MANIFEST).read_text())["files"]
+    return Base(
+        version=pin.version,
+        revision=pin.revision,
+        wheel=wheel,
+        wheel_path=path,
+        extracted=extracted,
+        text_files=tuple(sorted(p for p, k in kinds.items() if k == "text")),
+        binary_files=tuple(sorted(p for p, k in kinds.items() if k == "binary")),
+    )

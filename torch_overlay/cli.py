@@ -1,0 +1,92 @@
+"""`python -m torch_overlay <command>`: the tool's command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from . import base as base_mod
+from . import status, tree
+from .errors import OverlayError
+from .pin import Pin, load_pin
+from .project import Project
+from .series import read_series
+from .wheel import build_wheel
+
+
+def load_base(project: Project, pin: Pin) -> base_mod.Base:
+    return base_mod.load(project.cache_dir, pin, pin.wheel_for_this_interpreter())
+
+
+def cmd_fetch(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    wheel = pin.wheel_for_tag(args.tag) if args.tag else pin.wheel_for_this_interpreter()
+    print(base_mod.fetch(project.cache_dir, pin, wheel))
+    return 0
+
+
+def cmd_tree(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    record = tree.materialise(project, load_base(project, pin), force=args.force)
+    print(f"{project.tree_dir}: base {record.base_commit[:12]} + {len(record.applied)} patch(es)")
+    return 0
+
+
+def cmd_export(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    written = tree.export(project)
+    tree.materialise(project, load_base(project, pin))  # refreshes torch/version.py for the new series
+    print(f"exported {len(written)} patch(es) to {project.patches_dir}")
+    for path in written:
+        print(f"  {path.name}")
+    return 0
+
+
+def cmd_wheel(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    base = load_base(project, pin)
+    tree.materialise(project, base)
+    out = build_wheel(pin, base, project.cache_dir, project.tree_dir, read_series(project.patches_dir), args.output)
+    print(out)
+    return 0
+
+
+def cmd_status(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    info = status.collect(project, pin, verify_hash=not args.no_verify)
+    print(json.dumps(info, indent=2) if args.json else status.render(info))
+    return 0
+
+
+Command = Callable[[Project, Pin, argparse.Namespace], int]
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m torch_overlay", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    fetch = sub.add_parser("fetch", help="download and verify the pinned base wheel")
+    fetch.add_argument("--tag", help="wheel tag to fetch (default: this interpreter's)")
+    fetch.set_defaults(run=cmd_fetch)
+    t = sub.add_parser("tree", help="materialise build/tree: base commit + one commit per patch")
+    t.add_argument("--force", action="store_true", help="discard uncommitted or unexported work in the tree")
+    t.set_defaults(run=cmd_tree)
+    sub.add_parser("export", help="write the tree's commits back to patches/ and series").set_defaults(run=cmd_export)
+    w = sub.add_parser("wheel", help="build the custom torch wheel")
+    w.add_argument("-o", "--output", type=Path, default=Path("dist"), help="output directory (default: dist)")
+    w.set_defaults(run=cmd_wheel)
+    s = sub.add_parser("status", help="base, tree and patches at a glance")
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--no-verify", action="store_true", help="skip re-hashing the base wheel")
+    s.set_defaults(run=cmd_status)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        project = Project.discover(Path.cwd()) if (Path.cwd() / "overlay.toml").exists() else Project.discover()
+        return args.run(project, load_pin(project.pin_file), args)
+    except OverlayError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,148 @@
+"""The custom wheel: the base wheel with the tree's patched files and a new dist-info.
+
+Every member the series does not touch is copied as raw compressed bytes (`zipcopy`), so the
+result is byte-identical to the base there and the build takes seconds. Patched and added
+files are deflated anew; the dist-info is renamed for the overlay version, METADATA gets the new
+version and RECORD is rewritten with the sha256 and size of every member. The same inputs
+always give the same bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import hashlib
+import io
+import os
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import git
+from .base import Base, fetch
+from .errors import OverlayError
+from .pin import Pin
+from .progress import Progress
+from .series import WHEEL_PACKAGES, Patch
+from .tree import VERSION_PY, TreeRecord, changed_files, is_fresh, overlay_version
+from .zipcopy import RawZipWriter
+
+
+@dataclass
+class TreeChanges:
+    """What the series changed in the wheel's packages, relative to the base commit."""
+
+    modified: dict[str, bytes] = field(default_factory=dict)
+    added: dict[str, bytes] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+
+
+def tree_changes(tree: Path, record: TreeRecord) -> TreeChanges:
+    listing = git.out(tree, "diff", "--name-status", "--no-renames", "-z", record.base_commit, "HEAD",
+                      "--", *WHEEL_PACKAGES)
+    fields = listing.split("\0")
+    changes = TreeChanges()
+    for status, path in zip(fields[0::2], fields[1::2]):
+        if status == "D":
+            changes.deleted.add(path)
+        else:
+            target = changes.added if status == "A" else changes.modified
+            target[path] = (tree / path).read_bytes()
+    changes.modified[VERSION_PY] = (tree / VERSION_PY).read_bytes()  # generated, never tracked
+    return changes
+
+
+def record_hash(data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"sha256={digest}"
+
+
+def _set_version(metadata: bytes, version: str) -> bytes:
+    text, count = re.subn(r"^Version: .*$", f"Version: {version}", metadata.decode(), count=1, flags=re.M)
+    if count != 1:
+        raise OverlayError("base METADATA has no Version field")
+    return text.encode()
+
+
+def wheel_name(version: str, tag: str) -> str:
+    return f"torch-{version}-{tag}.whl"
+
+
+def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list[Patch], out_dir: Path) -> Path:
+    """Write the custom wheel into `out_dir`; the tree must be fresh and clean."""
+    record = TreeRecord.read(tree) if (tree / ".git").exists() else None
+    if not is_fresh(record, base, patches):
+        raise OverlayError(f"{tree} does not match patches/; run `python -m torch_overlay tree` first")
+    assert record is not None
+    dirty = changed_files(tree)
+    if dirty:
+        raise OverlayError(f"{tree} has uncommitted changes ({', '.join(dirty[:10])}); commit and export them first")
+    fetch(cache_dir, pin, base.wheel)  # the wheel itself is read: verify it (again) first
+    version = overlay_version(base.version, patches)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / wheel_name(version, base.wheel.tag)
+    partial = out_dir / f".{target.name}.partial"
+    try:
+        with partial.open("wb") as out:
+            _write(base, tree_changes(tree, record), version, out)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWriter) -> None:
+    old_info, new_info = base.dist_info, f"torch-{version}.dist-info"
+    writer = RawZipWriter(out)
+    with zipfile.ZipFile(base.wheel_path) as src:
+        hashes = _base_record(src, old_info)
+        infos = src.infolist()
+        progress = Progress("writing wheel", total=sum(i.compress_size for i in infos))
+        rows: list[tuple[str, str, str]] = []
+        dist_infos = [i for i in infos if i.filename.startswith(old_info + "/")]
+        for info in (i for i in infos if not i.filename.startswith(old_info + "/")):
+            name = info.filename
+            if name in changes.deleted:
+                pass
+            elif name in changes.modified:
+                data = changes.modified[name]
+                writer.write(name, data, info.date_time, (info.external_attr >> 16) & 0o777 or 0o644)
+                rows.append((name, record_hash(data), str(len(data))))
+            else:
+                writer.copy_from(src, info)
+                if not info.is_dir():
+                    rows.append((name, *hashes[name]))
+            progress.advance(info.compress_size)
+        stamp = src.getinfo(f"{old_info}/METADATA").date_time
+        for name, data in sorted(changes.added.items()):
+            writer.write(name, data, stamp)
+            rows.append((name, record_hash(data), str(len(data))))
+        for info in dist_infos:
+            name = new_info + info.filename[len(old_info):]
+            if info.filename == f"{old_info}/RECORD":
+                continue
+            if info.filename == f"{old_info}/METADATA":
+                data = _set_version(src.read(info), version)
+                writer.write(name, data, info.date_time)
+                rows.append((name, record_hash(data), str(len(data))))
+            else:
+                writer.copy_from(src, info, name)
+                if not info.is_dir():
+                    rows.append((name, *hashes[info.filename]))
+            progress.advance(info.compress_size)
+        rows.append((f"{new_info}/RECORD", "", ""))
+        writer.write(f"{new_info}/RECORD", _format_record(rows), stamp)
+        writer.close()
+        progress.done()
+
+
+def _base_record(src: zipfile.ZipFile, dist_info: str) -> dict[str, tuple[str, str]]:
+    reader = csv.reader(io.StringIO(src.read(f"{dist_info}/RECORD").decode()))
+    return {row[0]: (row[1], row[2]) for row in reader if row}
+
+
+def _format_record(rows: list[tuple[str, str, str]]) -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(rows)
+    return buffer.getvalue().encode()
