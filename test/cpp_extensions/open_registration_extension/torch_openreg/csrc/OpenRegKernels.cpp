@@ -1,0 +1,351 @@
+// ATen kernels for the PrivateUse1 ("openreg") dispatch key.
+//
+// Only the operators that must touch device memory or tensor metadata
+// directly are implemented here (allocation, views, copies, resize/set_,
+// scalar reads, fill). Everything else goes through a boxed CPU fallback:
+// inputs are copied to the CPU, the CPU kernel runs, results are copied back.
+#include "OpenRegCommon.h"
+
+#include <ATen/EmptyTensor.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/native/CPUFallback.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/view_native.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <functional>
+#include <optional>
+
+namespace openreg {
+namespace {
+
+using at::IntArrayRef;
+using at::Tensor;
+
+at::TensorOptions cpu_options_like(const Tensor& t) {
+  return t.options().device(c10::kCPU);
+}
+
+// Reads the whole storage of an openreg tensor into a fresh CPU buffer and
+// returns a CPU tensor with the same offset/sizes/strides viewing it. Used
+// for tensors that are not a dense block (overlapping or with gaps).
+Tensor cpu_mirror_of_storage(const Tensor& t, Tensor& buffer) {
+  const auto nbytes = t.storage().nbytes();
+  buffer = at::empty({static_cast<int64_t>(nbytes)}, at::TensorOptions().dtype(at::kByte));
+  if (nbytes > 0) {
+    OPENREG_CHECK(orMemcpy(
+        buffer.mutable_data_ptr(), t.storage().data(), nbytes, orMemcpyDeviceToHost));
+  }
+  Tensor view = at::empty({0}, cpu_options_like(t));
+  view.set_(buffer.storage(), t.storage_offset(), t.sizes(), t.strides());
+  return view;
+}
+
+// openreg -> CPU, preserving values (not necessarily strides).
+Tensor to_cpu(const Tensor& src) {
+  if (src.is_non_overlapping_and_dense()) {
+    // A dense tensor occupies exactly nbytes() contiguous bytes starting at
+    // data_ptr(), in the same order as a CPU tensor with the same strides.
+    Tensor out = at::empty_strided(src.sizes(), src.strides(), cpu_options_like(src));
+    OPENREG_CHECK(orMemcpy(
+        out.mutable_data_ptr(), src.const_data_ptr(), src.nbytes(), orMemcpyDeviceToHost));
+    return out;
+  }
+  Tensor buffer;
+  return cpu_mirror_of_storage(src, buffer).clone();
+}
+
+// Writes into every element of an openreg tensor through a CPU tensor of the
+// same layout: `write` must assign all elements of the CPU tensor it gets.
+void write_via_cpu(const Tensor& dst, const std::function<void(Tensor&)>& write) {
+  if (dst.is_non_overlapping_and_dense()) {
+    Tensor staged = at::empty_strided(dst.sizes(), dst.strides(), cpu_options_like(dst));
+    write(staged);
+    OPENREG_CHECK(orMemcpy(
+        dst.mutable_data_ptr(), staged.const_data_ptr(), dst.nbytes(), orMemcpyHostToDevice));
+    return;
+  }
+  // Gaps or overlap: round-trip the whole storage so bytes outside the view
+  // survive and overlapping elements follow CPU semantics.
+  Tensor buffer;
+  Tensor view = cpu_mirror_of_storage(dst, buffer);
+  write(view);
+  if (buffer.numel() > 0) {
+    OPENREG_CHECK(orMemcpy(
+        dst.storage().mutable_data(), buffer.const_data_ptr(), buffer.numel(), orMemcpyHostToDevice));
+  }
+}
+
+c10::Device openreg_device_from(std::optional<c10::Device> device) {
+  const auto d = device.value_or(c10::Device(c10::kPrivateUse1));
+  TORCH_CHECK(d.is_privateuseone(), "openreg kernel called for device ", d);
+  return d;
+}
+
+void check_factory_options(std::optional<c10::Layout> layout, std::optional<bool> pin_memory) {
+  TORCH_CHECK(
+      layout.value_or(c10::kStrided) == c10::kStrided,
+      "openreg only supports strided tensors, got layout ", *layout);
+  TORCH_CHECK(!pin_memory.value_or(false), "openreg tensors cannot be pinned: only CPU tensors can be pinned");
+}
+
+// ----------------------------------------------------------- allocation
+
+Tensor empty_memory_format(
+    IntArrayRef size,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory,
+    std::optional<c10::MemoryFormat> memory_format) {
+  check_factory_options(layout, pin_memory);
+  // The allocator allocates on the current device, so make the requested
+  // device current for the duration (index -1 keeps the current one).
+  c10::DeviceGuard guard(openreg_device_from(device));
+  return at::detail::empty_generic(
+      size,
+      device_allocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      dtype.value_or(c10::get_default_dtype_as_scalartype()),
+      memory_format);
+}
+
+Tensor empty_strided(
+    IntArrayRef size,
+    IntArrayRef stride,
+    std::optional<c10::ScalarType> dtype,
+    std::optional<c10::Layout> layout,
+    std::optional<c10::Device> device,
+    std::optional<bool> pin_memory) {
+  check_factory_options(layout, pin_memory);
+  c10::DeviceGuard guard(openreg_device_from(device));
+  return at::detail::empty_strided_generic(
+      size,
+      stride,
+      device_allocator(),
+      c10::DispatchKeySet(c10::DispatchKey::PrivateUse1),
+      dtype.value_or(c10::get_default_dtype_as_scalartype()));
+}
+
+// ------------------------------------------------------ resize and set_
+
+const Tensor& resize_(
+    const Tensor& self,
+    IntArrayRef size,
+    std::optional<c10::MemoryFormat> memory_format) {
+  auto* impl = self.unsafeGetTensorImpl();
+  if (self.sizes() == size && !memory_format.has_value()) {
+    return self;  // like the CPU kernel: same sizes keep the current strides
+  }
+  impl->set_sizes_contiguous(size);
+  const size_t needed = at::detail::computeStorageNbytesContiguous(
+      size, self.dtype().itemsize(), self.storage_offset());
+  if (needed > self.storage().nbytes()) {
+    resize_storage_bytes(self.storage(), needed);
+  }
+  if (memory_format.has_value()) {
+    TORCH_CHECK(
+        *memory_format != c10::MemoryFormat::Preserve,
+        "Unsupported memory format ", *memory_format, " for resize_");
+    impl->empty_tensor_restride(*memory_format);
+  }
+  return self;
+}
+
+Tensor& set_storage_offset(
+    Tensor& self,
+    c10::Storage source,
+    int64_t storage_offset,
+    IntArrayRef size,
+    IntArrayRef stride) {
+  TORCH_CHECK(
+      source.device().is_privateuseone(),
+      "Expected an openreg storage for set_, but got a storage on ", source.device());
+  TORCH_CHECK(storage_offset >= 0, "set_: negative storage offset ", storage_offset);
+  auto* impl = self.unsafeGetTensorImpl();
+  if (!impl->storage().is_alias_of(source)) {
+    impl->set_storage_keep_dtype(source);
+  }
+  impl->set_storage_offset(storage_offset);
+  const auto itemsize = self.dtype().itemsize();
+  size_t needed = 0;
+  if (stride.empty()) {
+    impl->set_sizes_contiguous(size);
+    needed = at::detail::computeStorageNbytesContiguous(size, itemsize, storage_offset);
+  } else {
+    impl->set_sizes_and_strides(size, stride);
+    needed = at::detail::computeStorageNbytes(size, stride, itemsize, storage_offset);
+  }
+  if (needed > source.nbytes()) {
+    resize_storage_bytes(source, needed);  // same behaviour as CPU set_
+  }
+  return self;
+}
+
+Tensor& set_storage(Tensor& self, c10::Storage source) {
+  const auto itemsize = static_cast<int64_t>(self.dtype().itemsize());
+  const int64_t numel = static_cast<int64_t>(source.nbytes()) / itemsize;
+  return set_storage_offset(self, std::move(source), 0, {numel}, {});
+}
+
+Tensor& set_tensor(Tensor& self, const Tensor& source) {
+  if (self.unsafeGetTensorImpl() == source.unsafeGetTensorImpl()) {
+    return self;
+  }
+  return set_storage_offset(
+      self, source.storage(), source.storage_offset(), source.sizes(), source.strides());
+}
+
+Tensor& set_empty(Tensor& self) {
+  c10::Storage empty(c10::Storage::use_byte_size_t(), 0, device_allocator(), /*resizable=*/true);
+  return set_storage_offset(self, std::move(empty), 0, {0}, {});
+}
+
+// ------------------------------------------------------------- copies
+
+Tensor copy_from(const Tensor& self, const Tensor& dst, bool /*non_blocking*/) {
+  TORCH_CHECK(self.defined() && dst.defined(), "openreg copy: undefined tensor");
+  for (const auto& t : {self, dst}) {
+    TORCH_CHECK(
+        t.device().is_cpu() || t.device().is_privateuseone(),
+        "openreg only copies to/from cpu and openreg tensors, got ", t.device());
+  }
+  if (dst.numel() == 0) {
+    return dst;
+  }
+  // All copies are staged through host memory; the runtime validates the
+  // device side of each transfer.
+  const Tensor src_cpu = self.device().is_privateuseone() ? to_cpu(self) : self;
+  if (dst.device().is_privateuseone()) {
+    write_via_cpu(dst, [&](Tensor& staged) { staged.copy_(src_cpu); });
+  } else {
+    dst.copy_(src_cpu);
+  }
+  return dst;
+}
+
+Tensor copy_from_and_resize(const Tensor& self, const Tensor& dst) {
+  if (dst.sizes() != self.sizes()) {
+    dst.resize_(self.sizes());
+  }
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const Tensor& self) {
+  TORCH_CHECK(self.numel() == 1, "a Tensor with ", self.numel(), " elements cannot be converted to Scalar");
+  return to_cpu(self).item();
+}
+
+Tensor& fill_scalar(Tensor& self, const at::Scalar& value) {
+  write_via_cpu(self, [&](Tensor& staged) { staged.fill_(value); });
+  return self;
+}
+
+// ------------------------------------------------------- CPU fallback
+
+bool is_generator_argument(const c10::Argument& arg) {
+  c10::TypePtr type = arg.real_type();
+  if (auto opt = type->cast<c10::OptionalType>()) {
+    type = opt->getElementType();
+  }
+  return type->kind() == c10::TypeKind::GeneratorType;
+}
+
+// A real accelerator rejects mixing devices in one op; only 0-dim CPU tensors
+// (wrapped scalars) may join a device computation. The stock CPU fallback
+// would silently move everything to the CPU, so check first.
+std::optional<c10::Device> common_device(const c10::OperatorHandle& op, const torch::jit::Stack& args) {
+  std::optional<c10::Device> common;
+  auto visit = [&](const Tensor& t) {
+    if (!t.defined() || (t.device().is_cpu() && t.dim() == 0)) {
+      return;
+    }
+    if (!common.has_value()) {
+      common = t.device();
+      return;
+    }
+    TORCH_CHECK(
+        *common == t.device(),
+        "Expected all tensors to be on the same device, but found at least two devices, ",
+        *common, " and ", t.device(), "! (when checking arguments for ",
+        op.schema().operator_name(), ")");
+  };
+  for (const auto& value : args) {
+    if (value.isTensor()) {
+      visit(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const Tensor& t : value.toTensorVector()) {
+        visit(t);
+      }
+    }
+    // Optional tensor lists (index/index_put_ indices) may live on the CPU,
+    // as CUDA allows.
+  }
+  return common;
+}
+
+void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const auto& schema_args = op.schema().arguments();
+  const auto num_args = schema_args.size();
+  const auto begin = stack->size() - num_args;
+  const torch::jit::Stack args(stack->end() - num_args, stack->end());
+
+  std::optional<c10::Device> device = common_device(op, args);
+  if (!device.has_value() || !device->is_privateuseone()) {
+    for (const auto& value : args) {
+      if (value.isDevice() && value.toDevice().is_privateuseone()) {
+        device = value.toDevice();  // factory-style op: device=openreg
+      }
+    }
+  }
+  c10::OptionalDeviceGuard guard;
+  if (device.has_value() && device->is_privateuseone()) {
+    guard.reset_device(*device);
+  }
+
+  // Random ops: CPU kernels only accept CPU generators, so substitute the
+  // CPU generator backing the openreg one (the device default when none was
+  // given). This makes torch.openreg.manual_seed control openreg randomness.
+  for (size_t i = 0; i < num_args; ++i) {
+    if (!is_generator_argument(schema_args[i])) {
+      continue;
+    }
+    c10::IValue& value = (*stack)[begin + i];
+    if (value.isNone()) {
+      value = backing_cpu_generator(default_generator(-1));
+    } else if (value.isGenerator() && value.toGenerator().device().is_privateuseone()) {
+      value = backing_cpu_generator(value.toGenerator());
+    }
+  }
+
+  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
+  m.impl("empty_strided", TORCH_FN(empty_strided));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("resize_", TORCH_FN(resize_));
+  m.impl("set_.source_Storage", TORCH_FN(set_storage));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage_offset));
+  m.impl("set_.source_Tensor", TORCH_FN(set_tensor));
+  m.impl("set_", TORCH_FN(set_empty));
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+  m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
+}
+
+TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+}  // namespace openreg

@@ -1,0 +1,61 @@
+"""OpenReg: PyTorch's reference PrivateUse1 backend, built for the test suite.
+
+Importing this package
+  * loads the compiled backend (``lib/libtorch_openreg.so``), which registers
+    the allocator, device guard, hooks, ATen kernels and the CPU fallback for
+    the PrivateUse1 dispatch key,
+  * renames PrivateUse1 to ``"openreg"``,
+  * registers ``torch.openreg`` (device, RNG, memory and AMP functions),
+  * generates ``Tensor.openreg()`` / ``Tensor.is_openreg`` / ``Module.openreg()``,
+  * registers the ``"openreg"`` torch.compile backend (see :mod:`.compiler`).
+
+The package is staged by the CMake build (``python -m torch_overlay.openreg``);
+put the staging directory (``<build dir>/python``) on ``sys.path``.
+"""
+
+import os
+
+import torch
+
+BACKEND_NAME = "openreg"
+_LIB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
+_LIBRARY = os.path.join(_LIB_DIR, "libtorch_openreg.so")
+
+
+def _load_library() -> None:
+    if not os.path.exists(_LIBRARY):
+        raise ImportError(
+            f"torch_openreg is not built: {_LIBRARY} does not exist. Build it with "
+            "`python -m torch_overlay.openreg --torch-dir <torch pkg dir> --build-dir <dir>` "
+            "and put <dir>/python on sys.path."
+        )
+    torch.ops.load_library(_LIBRARY)
+
+
+def _register_backend() -> None:
+    # Renaming is process-wide and can only happen once; importing twice (or
+    # after someone else renamed it to "openreg") is fine.
+    if torch._C._get_privateuse1_backend_name() != BACKEND_NAME:
+        torch.utils.rename_privateuse1_backend(BACKEND_NAME)
+    from . import openreg as _device_module
+
+    if getattr(torch, BACKEND_NAME, None) is not _device_module:
+        torch._register_device_module(BACKEND_NAME, _device_module)
+    if not hasattr(torch.Tensor, BACKEND_NAME):
+        torch.utils.generate_methods_for_privateuse1_backend(
+            for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+        )
+
+
+_load_library()
+_register_backend()
+
+from . import compiler  # noqa: E402,F401  (registers the torch.compile backend)
+from .openreg import (  # noqa: E402,F401
+    current_device,
+    device_count,
+    is_available,
+    manual_seed,
+    memory_allocated,
+    set_device,
+)

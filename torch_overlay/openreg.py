@@ -1,0 +1,303 @@
+"""Build the OpenReg PrivateUse1 test extension with CMake + Ninja.
+
+The extension lives in ``test/cpp_extensions/open_registration_extension/
+torch_openreg`` and is built against a given ``torch/`` package directory
+(the overlay tree or a stock install), through the repository's top-level
+``CMakeLists.txt``. The build stages an importable package in
+``<build dir>/python/torch_openreg``; :func:`build_openreg` returns
+``<build dir>/python`` for ``sys.path`` / ``PYTHONPATH``.
+
+Usage::
+
+    python -m torch_overlay.openreg --torch-dir .../site-packages/torch --build-dir build/openreg
+
+Configuring happens once per build directory (again only when the torch
+directory, ABI or compiler changes); later calls run Ninja incrementally, so
+an unchanged rebuild is a quick no-op. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXTENSION_DIR = REPO_ROOT / "test/cpp_extensions/open_registration_extension/torch_openreg"
+PACKAGE_NAME = "torch_openreg"
+LIBRARY_NAME = "libtorch_openreg.so"
+MIN_CMAKE = (3, 18)
+
+# Build-dir bookkeeping: what the current configuration was made for.
+_STAMP_NAME = "openreg-config.json"
+_LOCK_NAME = ".openreg-build.lock"
+_INSTALL_TOOLS_HINT = "install with `pip install cmake ninja` (or `apt-get install cmake ninja-build`)"
+
+
+class OpenRegBuildError(RuntimeError):
+    """Building OpenReg failed; the message says what is missing or broken."""
+
+
+# --------------------------------------------------------------- tool lookup
+
+
+def _tool_from_pypi(module_name: str, dir_attr: str, exe: str) -> Optional[Path]:
+    """The executable shipped by the `cmake` / `ninja` PyPI packages, if importable."""
+    try:
+        module = __import__(module_name)
+    except ImportError:
+        return None
+    bin_dir = getattr(module, dir_attr, None)
+    if bin_dir is None:
+        return None
+    candidate = Path(bin_dir) / exe
+    return candidate if candidate.is_file() and os.access(candidate, os.X_OK) else None
+
+
+def find_cmake() -> Path:
+    found = shutil.which("cmake")
+    path = Path(found) if found else _tool_from_pypi("cmake", "CMAKE_BIN_DIR", "cmake")
+    if path is None:
+        raise OpenRegBuildError(f"CMake not found on PATH (needed to build OpenReg): {_INSTALL_TOOLS_HINT}")
+    _check_cmake_version(path)
+    return path
+
+
+def _check_cmake_version(cmake: Path) -> None:
+    out = subprocess.run([str(cmake), "--version"], capture_output=True, text=True).stdout
+    match = re.search(r"version (\d+)\.(\d+)", out)
+    if match and (int(match.group(1)), int(match.group(2))) < MIN_CMAKE:
+        raise OpenRegBuildError(
+            f"{cmake} is CMake {match.group(1)}.{match.group(2)}; OpenReg needs >= "
+            f"{MIN_CMAKE[0]}.{MIN_CMAKE[1]}: `pip install cmake`"
+        )
+
+
+def find_ninja() -> Path:
+    found = shutil.which("ninja")
+    path = Path(found) if found else _tool_from_pypi("ninja", "BIN_DIR", "ninja")
+    if path is None:
+        raise OpenRegBuildError(f"Ninja not found on PATH (needed to build OpenReg): {_INSTALL_TOOLS_HINT}")
+    return path
+
+
+def find_compiler() -> Path:
+    """The C++ compiler: $CXX if set (must exist), else c++, g++ or clang++ on PATH."""
+    cxx = os.environ.get("CXX", "").strip()
+    if cxx:
+        program = shlex.split(cxx)[0]
+        found = shutil.which(program)
+        if not found:
+            raise OpenRegBuildError(f"CXX={cxx!r} does not name an executable C++ compiler")
+        return Path(found)
+    for name in ("c++", "g++", "clang++"):
+        found = shutil.which(name)
+        if found:
+            return Path(found)
+    raise OpenRegBuildError(
+        "No C++ compiler found (tried $CXX, c++, g++, clang++): "
+        "install one with `apt-get install g++` or set CXX"
+    )
+
+
+# ----------------------------------------------------------- torch inspection
+
+
+def _check_torch_dir(torch_dir: Path) -> None:
+    for needed in ("include/ATen/ATen.h", "lib/libc10.so", "lib/libtorch_cpu.so"):
+        if not (torch_dir / needed).exists():
+            raise OpenRegBuildError(
+                f"{torch_dir} is not a usable torch package directory: {needed} is missing "
+                f"(pass the `torch/` directory of an installed wheel or overlay tree)"
+            )
+
+
+def detect_cxx11_abi(torch_dir: Path) -> int:
+    """Value of torch._C._GLIBCXX_USE_CXX11_ABI, read from libc10.so.
+
+    Importing that torch here would need its interpreter and take seconds; the
+    ABI is visible in the binary instead: with the new ABI, c10's mangled
+    names mention ``std::__cxx11::basic_string``.
+    """
+    marker = b"St7__cxx1112basic_string"
+    with open(torch_dir / "lib" / "libc10.so", "rb") as f:
+        tail = b""
+        while chunk := f.read(1 << 20):
+            if marker in tail + chunk:
+                return 1
+            tail = chunk[-len(marker):]
+    return 0
+
+
+# ------------------------------------------------------------------ running
+
+
+def _run_streaming(cmd: Sequence[str], *, quiet: bool) -> tuple[int, list[str]]:
+    """Run cmd, echoing its output live unless quiet; returns (rc, lines)."""
+    lines: list[str] = []
+    proc = subprocess.Popen(
+        [str(c) for c in cmd],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        lines.append(line.rstrip("\n"))
+        if not quiet:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+    return proc.wait(), lines
+
+
+def _first_error(lines: Sequence[str]) -> Optional[str]:
+    """The compiler's first `error:` line (later ones are often follow-ups)."""
+    for line in lines:
+        if "error:" in line:
+            return line.strip()
+    for line in lines:  # CMake reports its own problems as "CMake Error ..."
+        if "CMake Error" in line or "FAILED:" in line:
+            return line.strip()
+    return None
+
+
+def _fail(what: str, build_dir: Path, lines: Sequence[str]) -> OpenRegBuildError:
+    first = _first_error(lines)
+    tail = "\n".join(lines[-15:])
+    message = f"{what} failed (build dir {build_dir})"
+    if first:
+        message += f"\nfirst error: {first}"
+    return OpenRegBuildError(f"{message}\n--- last output lines ---\n{tail}")
+
+
+@contextlib.contextmanager
+def _build_lock(build_dir: Path) -> Iterator[None]:
+    # Two test runners sharing a build dir would otherwise race inside Ninja.
+    with open(build_dir / _LOCK_NAME, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------- configuring
+
+
+def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int) -> dict[str, object]:
+    return {
+        "torch_dir": str(torch_dir),
+        "compiler": str(compiler),
+        "cxx11_abi": cxx11_abi,
+        "source": str(REPO_ROOT),
+    }
+
+
+def _needs_configure(build_dir: Path, wanted: dict[str, object]) -> bool:
+    stamp = build_dir / _STAMP_NAME
+    if not (build_dir / "CMakeCache.txt").exists() or not (build_dir / "build.ninja").exists():
+        return True
+    try:
+        return json.loads(stamp.read_text()) != wanted
+    except (OSError, ValueError):
+        return True
+
+
+def _configure(
+    build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted: dict[str, object], *, quiet: bool
+) -> None:
+    # A different torch or compiler invalidates cached paths and checks: start clean.
+    (build_dir / "CMakeCache.txt").unlink(missing_ok=True)
+    (build_dir / _STAMP_NAME).unlink(missing_ok=True)
+    shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
+    cmd = [
+        cmake, "-G", "Ninja", "-S", REPO_ROOT, "-B", build_dir,
+        f"-DCMAKE_MAKE_PROGRAM={ninja}",
+        f"-DCMAKE_CXX_COMPILER={compiler}",
+        "-DCMAKE_BUILD_TYPE=Release",
+        f"-DTORCH_PYTHON_DIR={wanted['torch_dir']}",
+        f"-DOPENREG_CXX11_ABI={wanted['cxx11_abi']}",
+        f"-DOPENREG_PYTHON_DIR={build_dir / 'python'}",
+    ]  # fmt: skip
+    rc, lines = _run_streaming(cmd, quiet=quiet)
+    if rc != 0:
+        raise _fail("Configuring OpenReg with CMake", build_dir, lines)
+    (build_dir / _STAMP_NAME).write_text(json.dumps(wanted, indent=1) + "\n")
+
+
+# ------------------------------------------------------------------ building
+
+
+def build_openreg(
+    torch_dir: Path,
+    build_dir: Path,
+    *,
+    quiet: bool = False,
+    cxx11_abi: Optional[int] = None,
+    jobs: Optional[int] = None,
+) -> Path:
+    """Configure (if needed) and build OpenReg against ``torch_dir``.
+
+    Returns the directory to put on ``sys.path`` so that ``import torch_openreg``
+    finds the freshly built package. ``cxx11_abi`` overrides the ABI detected
+    from the torch binaries; ``jobs`` limits Ninja's parallelism.
+    Raises OpenRegBuildError with an actionable message on any failure.
+    """
+    torch_dir = Path(torch_dir).resolve()
+    build_dir = Path(build_dir).resolve()
+    _check_torch_dir(torch_dir)
+    cmake, ninja, compiler = find_cmake(), find_ninja(), find_compiler()
+    abi = detect_cxx11_abi(torch_dir) if cxx11_abi is None else int(cxx11_abi)
+    wanted = _wanted_config(torch_dir, compiler, abi)
+
+    build_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(build_dir):
+        if _needs_configure(build_dir, wanted):
+            _configure(build_dir, cmake, ninja, compiler, wanted, quiet=quiet)
+        cmd: list[object] = [cmake, "--build", build_dir]
+        if jobs:
+            cmd += ["--parallel", str(jobs)]
+        rc, lines = _run_streaming(cmd, quiet=quiet)
+        if rc != 0:
+            raise _fail("Building OpenReg", build_dir, lines)
+
+    python_dir = build_dir / "python"
+    if not (python_dir / PACKAGE_NAME / "lib" / LIBRARY_NAME).exists():
+        raise OpenRegBuildError(f"build succeeded but {python_dir / PACKAGE_NAME / 'lib' / LIBRARY_NAME} is missing")
+    return python_dir
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m torch_overlay.openreg",
+        description="Build the OpenReg PrivateUse1 test extension; prints the directory for PYTHONPATH.",
+    )
+    parser.add_argument("--torch-dir", type=Path, required=True, help="torch package directory to build against")
+    parser.add_argument("--build-dir", type=Path, required=True, help="CMake build directory (created if needed)")
+    parser.add_argument("--quiet", action="store_true", help="do not echo CMake/Ninja output")
+    parser.add_argument("--cxx11-abi", type=int, choices=(0, 1), help="override the detected _GLIBCXX_USE_CXX11_ABI")
+    parser.add_argument("-j", "--jobs", type=int, help="parallel compile jobs")
+    args = parser.parse_args(argv)
+    try:
+        python_dir = build_openreg(
+            args.torch_dir, args.build_dir, quiet=args.quiet, cxx11_abi=args.cxx11_abi, jobs=args.jobs
+        )
+    except OpenRegBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(python_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
