@@ -194,32 +194,41 @@ def _build_lock(build_dir: Path) -> Iterator[None]:
 # --------------------------------------------------------------- configuring
 
 
-def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int) -> dict[str, object]:
+def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int, cmake: Path, ninja: Path) -> dict[str, object]:
     return {
         "torch_dir": str(torch_dir),
         "compiler": str(compiler),
         "cxx11_abi": cxx11_abi,
         "source": str(REPO_ROOT),
+        # `pip install -e .` builds with the cmake/ninja of pip's temporary build environment,
+        # later runs with the venv's: a move of the tools needs a re-configure, not a rebuild.
+        "tools": [str(cmake), str(ninja)],
     }
 
 
-def _needs_configure(build_dir: Path, wanted: dict[str, object]) -> bool:
+def _configure_kind(build_dir: Path, wanted: dict[str, object]) -> Optional[str]:
+    """None when the configuration is current, "refresh" when only the tools moved, else "fresh"."""
     stamp = build_dir / _STAMP_NAME
     if not (build_dir / "CMakeCache.txt").exists() or not (build_dir / "build.ninja").exists():
-        return True
+        return "fresh"
     try:
-        return json.loads(stamp.read_text()) != wanted
+        recorded = json.loads(stamp.read_text())
     except (OSError, ValueError):
-        return True
+        return "fresh"
+    if recorded == wanted:
+        return None
+    same_inputs = {k: v for k, v in recorded.items() if k != "tools"} == {k: v for k, v in wanted.items() if k != "tools"}
+    return "refresh" if same_inputs else "fresh"
 
 
 def _configure(
-    build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted: dict[str, object], *, quiet: bool
+    build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted: dict[str, object], *, fresh: bool, quiet: bool
 ) -> None:
-    # A different torch or compiler invalidates cached paths and checks: start clean.
-    (build_dir / "CMakeCache.txt").unlink(missing_ok=True)
+    if fresh:
+        # A different torch or compiler invalidates cached paths and checks: start clean.
+        (build_dir / "CMakeCache.txt").unlink(missing_ok=True)
+        shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
     (build_dir / _STAMP_NAME).unlink(missing_ok=True)
-    shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
     cmd = [
         cmake, "-G", "Ninja", "-S", REPO_ROOT, "-B", build_dir,
         f"-DCMAKE_MAKE_PROGRAM={ninja}",
@@ -258,12 +267,13 @@ def build_openreg(
     _check_torch_dir(torch_dir)
     cmake, ninja, compiler = find_cmake(), find_ninja(), find_compiler()
     abi = detect_cxx11_abi(torch_dir) if cxx11_abi is None else int(cxx11_abi)
-    wanted = _wanted_config(torch_dir, compiler, abi)
+    wanted = _wanted_config(torch_dir, compiler, abi, cmake, ninja)
 
     build_dir.mkdir(parents=True, exist_ok=True)
     with _build_lock(build_dir):
-        if _needs_configure(build_dir, wanted):
-            _configure(build_dir, cmake, ninja, compiler, wanted, quiet=quiet)
+        kind = _configure_kind(build_dir, wanted)
+        if kind is not None:
+            _configure(build_dir, cmake, ninja, compiler, wanted, fresh=kind == "fresh", quiet=quiet)
         cmd: list[object] = [cmake, "--build", build_dir]
         if jobs:
             cmd += ["--parallel", str(jobs)]

@@ -1,0 +1,108 @@
+"""The GitHub workflows: actionlint-clean, and CI runs exactly the README's commands.
+
+ci.yml must stay a copy of what a user does (README: `pip install -e .`, then
+`python test/run_test.py`), so a green CI means the documented path works.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+REPO = Path(__file__).resolve().parents[2]
+WORKFLOWS = REPO / ".github" / "workflows"
+WORKFLOW_FILES = ("ci.yml", "source-build.yml")
+# Used when README.md does not exist (yet).
+DEFAULT_COMMANDS = ["pip install -e .", "python test/run_test.py"]
+# Lines of a README snippet that prepare a shell rather than being the project's commands.
+SHELL_SETUP = re.compile(r"^(python3?(\.\d+)? -m venv\b|source\s|\.\s+\S*activate\b)")
+
+
+def find_actionlint() -> str | None:
+    """The actionlint of this venv (a development requirement of `pip install -e .`), else PATH's."""
+    beside = Path(sys.executable).parent / "actionlint"
+    return str(beside) if beside.is_file() else shutil.which("actionlint")
+
+
+def readme_commands(readme: Path) -> list[str]:
+    """The commands of the README's ```bash block that installs the overlay."""
+    if not readme.is_file():
+        return list(DEFAULT_COMMANDS)
+    for block in re.findall(r"^```(?:bash|sh|shell|console)\n(.*?)^```", readme.read_text(), flags=re.M | re.S):
+        commands = [line.strip().removeprefix("$ ") for line in block.splitlines()]
+        commands = [c for c in commands if c and not c.startswith("#") and not SHELL_SETUP.match(c)]
+        if "pip install -e ." in commands:
+            return commands
+    raise AssertionError(f"{readme} has no ```bash block with `pip install -e .`")
+
+
+def run_commands(workflow: str) -> list[str]:
+    """Every command line of the workflow's `run:` steps, in order (single-line and `|` blocks).
+
+    A minimal reader for the shapes used in our workflows: PyYAML is not a dependency.
+    """
+    commands: list[str] = []
+    lines = workflow.splitlines()
+    index = 0
+    while index < len(lines):
+        match = re.match(r"^(\s*)(?:- )?run:\s*(.*)$", lines[index])
+        index += 1
+        if not match:
+            continue
+        indent, value = len(match.group(1)), match.group(2).strip()
+        if value not in ("|", ">", "|-", ">-"):
+            commands.append(value)
+            continue
+        while index < len(lines) and (not lines[index].strip() or len(lines[index]) - len(lines[index].lstrip()) > indent):
+            if lines[index].strip() and not lines[index].strip().startswith("#"):
+                commands.append(lines[index].strip())
+            index += 1
+    return commands
+
+
+class TestWorkflows(TestCase):
+    def test_actionlint_reports_nothing(self) -> None:
+        actionlint = find_actionlint()
+        self.assertIsNotNone(actionlint, "no `actionlint` executable: run `pip install -e .` in this venv")
+        assert actionlint is not None
+        # shellcheck/pyflakes integration off: whether they happen to be installed must not
+        # change the verdict between machines.
+        proc = subprocess.run(
+            [actionlint, "-no-color", "-shellcheck=", "-pyflakes=", *(str(WORKFLOWS / f) for f in WORKFLOW_FILES)],
+            cwd=REPO, capture_output=True, text=True, timeout=120,
+        )
+        self.assertEqual(proc.stdout + proc.stderr, "")
+        self.assertEqual(proc.returncode, 0)
+
+    def test_ci_runs_exactly_the_readme_commands(self) -> None:
+        expected = readme_commands(REPO / "README.md")
+        self.assertIn("pip install -e .", expected)
+        self.assertIn("python test/run_test.py", expected)
+        actual = run_commands((WORKFLOWS / "ci.yml").read_text())
+        self.assertEqual(len(actual), len(expected), f"ci.yml runs {actual}, README says {expected}")
+        for ci_command, readme_command in zip(actual, expected):
+            # CI may only add options (the shard, the XML reports) to a README command.
+            self.assertTrue(
+                ci_command == readme_command or ci_command.startswith(readme_command + " --"),
+                f"ci.yml runs {ci_command!r} where the README says {readme_command!r}",
+            )
+
+    def test_actions_are_pinned_to_major_versions(self) -> None:
+        for name in WORKFLOW_FILES:
+            uses = re.findall(r"^\s*(?:- )?uses:\s*(\S+)", (WORKFLOWS / name).read_text(), flags=re.M)
+            self.assertTrue(uses, name)
+            for action in uses:
+                self.assertRegex(action, r"^[\w.-]+/[\w.-]+@v\d+$", f"{name}: {action}")
+
+    def test_run_commands_reader(self) -> None:
+        workflow = "steps:\n  - run: pip install -e .\n  - name: x\n    run: |\n      # note\n      a --b\n\n      c\n  - uses: y@v1\n"
+        self.assertEqual(run_commands(workflow), ["pip install -e .", "a --b", "c"])
+
+
+if __name__ == "__main__":
+    run_tests()
