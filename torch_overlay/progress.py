@@ -7,28 +7,36 @@ import time
 
 
 class Progress:
-    """Prints `label: NN% (x/y MB)` at most every half second, then a final line."""
+    """`label: NN% (done/total unit)`: redrawn in place on a terminal, every 25% in a log."""
 
-    def __init__(self, label: str, total: int) -> None:
+    def __init__(self, label: str, total: int, unit: str = "MB") -> None:
         self.label = label
         self.total = max(total, 1)
-        self.done_bytes = 0
+        self.unit = unit
+        self.done_amount = 0
         self._start = time.monotonic()
         self._last = 0.0
+        self._logged_quarter = -1
+        self._tty = sys.stderr.isatty()
 
     def advance(self, n: int) -> None:
-        self.done_bytes += n
-        now = time.monotonic()
-        if now - self._last >= 0.5:
-            self._last = now
-            self._print("\r")
+        self.done_amount += n
+        if self._tty:
+            now = time.monotonic()
+            if now - self._last >= 0.5:
+                self._last = now
+                print(f"\r{self._line()}", end="", file=sys.stderr, flush=True)
+        elif (quarter := 4 * self.done_amount // self.total) > self._logged_quarter and quarter < 4:
+            self._logged_quarter = quarter
+            print(self._line(), file=sys.stderr, flush=True)
 
     def done(self) -> None:
-        self.done_bytes = self.total
-        self._print("\r")
-        print(f" {time.monotonic() - self._start:.1f}s", file=sys.stderr, flush=True)
+        self.done_amount = self.total
+        prefix = "\r" if self._tty else ""
+        print(f"{prefix}{self._line()} in {time.monotonic() - self._start:.1f}s", file=sys.stderr, flush=True)
 
-    def _print(self, prefix: str) -> None:
-        pct = 100 * self.done_bytes // self.total
-        mb = self.done_bytes >> 20
-        print(f"{prefix}{self.label}: {pct:3d}% ({mb}/{self.total >> 20} MB)", end="", file=sys.stderr, flush=True)
+    def _line(self) -> str:
+        pct = 100 * self.done_amount // self.total
+        if self.unit == "MB":
+            return f"{self.label}: {pct:3d}% ({self.done_amount >> 20}/{self.total >> 20} MB)"
+        return f"{self.label}: {pct:3d}% ({self.done_amount}/{self.total} {self.unit})"

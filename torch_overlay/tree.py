@@ -167,7 +167,7 @@ def _in_tree(path: str) -> bool:
 
 def _populate(base: Base, dest: Path) -> None:
     files = [f for f in base.text_files + base.binary_files if _in_tree(f)]
-    progress = Progress("materialising tree", total=len(files))
+    progress = Progress("materialising tree", total=len(files), unit="files")
     for name in files:
         src, out = base.extracted / name, dest / name
         out.parent.mkdir(parents=True, exist_ok=True)
