@@ -56,6 +56,29 @@ def cmd_status(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    if args.record and not args.against:
+        raise OverlayError("--record needs --against VERSION")
+    if args.against:
+        from .drift import run_drift
+
+        return run_drift(project, pin, args)
+    from . import prove
+
+    base = load_base(project, pin)
+    tree.materialise(project, base)
+    patches = prove.select(read_series(project.patches_dir), args.patch)
+    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=args.timeout)
+    print(json.dumps(prove.to_json(proofs, base), indent=2) if args.json else prove.render(proofs, pin.version))
+    return 0 if all(p.ok for p in proofs) else 1
+
+
+def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    from .stage import run_stage
+
+    return run_stage(project, pin, args)
+
+
 Command = Callable[[Project, Pin, argparse.Namespace], int]
 
 
@@ -76,6 +99,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-verify", action="store_true", help="skip re-hashing the base wheel")
     s.set_defaults(run=cmd_status)
+    v = sub.add_parser("verify", help="prove each patch: its tests fail on stock torch and pass on the overlay")
+    v.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
+    v.add_argument("--json", action="store_true", help="machine-readable results on stdout")
+    v.add_argument("--against", metavar="VERSION", help="upstream drift: check the patches against a later release")
+    v.add_argument("--record", action="store_true", help="with --against: write the results to benchmarks/drift.json")
+    v.add_argument("--keep", action="store_true", help="keep stock trees (and an --against release) for the next run")
+    v.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
+    v.set_defaults(run=cmd_verify)
+    st = sub.add_parser("stage", help="prepare the patches still needed upstream: mboxes, PR bodies, a branch")
+    st.add_argument("--onto", required=True, metavar="TARGET", help="upstream checkout directory or release version")
+    st.add_argument("-o", "--output", type=Path, required=True, help="output directory (must not exist or be empty)")
+    st.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
+    st.add_argument("--branch", default="overlay-stack", help="branch to create in a checkout (default: overlay-stack)")
+    st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
+    st.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
+    st.set_defaults(run=cmd_stage)
     return p
 
 

@@ -1,0 +1,265 @@
+"""`stage --onto` (and `verify --against`) on synthetic upstream targets.
+
+The upstream checkout is a clone of a synthetic fork tree's base commit; the later "release" is
+a synthetic wheel served to pip from a local find-links directory, pinned by its sha256.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from synthetic import DATE, SOURCES, TAG, SyntheticProject, record_hash, sha256
+
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n"}
+FIXED = b"def double(x):\n    return x + x\n"
+RELEASE = "2.10.0"
+
+DOUBLE_TEST = '''\
+import unittest
+
+import torch.arith
+
+
+class TestDouble(unittest.TestCase):
+    def test_double(self):
+        self.assertEqual(torch.arith.double(2), 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+HALF_TEST = '''\
+import unittest
+
+import torch.ops
+
+
+class TestHalf(unittest.TestCase):
+    def test_half(self):
+        self.assertEqual(torch.ops.half(4), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_GLOBAL": os.devnull}
+
+
+def release_wheel(dest: Path, files: dict[str, bytes]) -> Path:
+    """A synthetic torch wheel of version RELEASE (the base's shape, another version)."""
+    info = f"torch-{RELEASE}.dist-info"
+    files = dict(files)
+    files[f"{info}/METADATA"] = f"Metadata-Version: 2.4\nName: torch\nVersion: {RELEASE}\nRequires-Dist: filelock\n".encode()
+    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()
+    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
+    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / f"torch-{RELEASE}-{TAG}.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in files.items():
+            zf.writestr(zipfile.ZipInfo(name, DATE), data)
+    return path
+
+
+class StageTestCase(TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+        self.p = SyntheticProject(self.tmp, extra=BUGGY)
+        self.p.tool("tree")
+        self.checkout = self.tmp / "upstream"
+        self.run_git(self.tmp, "clone", "-q", str(self.p.tree), str(self.checkout))
+        # Patch 0001 fixes `double`; 0002 adds `half`. Both carry a regression test.
+        self.commit({"torch/arith.py": FIXED.decode(), "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double\n\n"
+                    "Root cause: double added one.\nFix: do not.\n\nFixes #11\n\nTest Plan:\n"
+                    "python test/run_test.py -i arith/test_double")
+        ops = (self.p.tree / "torch/ops.py").read_text() + "\n\ndef half(a):\n    return a // 2\n"
+        self.commit({"torch/ops.py": ops, "test/test_half.py": HALF_TEST}, "[ops] Add half\n\nFixes #12")
+        self.p.tool("export")
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+        super().tearDown()
+
+    def run_git(self, cwd: Path, *args: str) -> str:
+        return subprocess.run(["git", *args], cwd=cwd, env=dict(os.environ, **GIT_ENV), text=True, check=True,
+                              capture_output=True).stdout.strip()
+
+    def commit(self, files: dict[str, str], message: str) -> None:
+        for name, text in files.items():
+            path = self.p.tree / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            self.p.git("add", name)
+        self.p.git("commit", "-q", "-m", message)
+
+    def stage(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        full = dict(self.p.env(), **GIT_ENV, **(env or {}))
+        return subprocess.run([sys.executable, "-m", "torch_overlay", "stage", *args], cwd=self.p.root,
+                              env=full, text=True, capture_output=True)
+
+    def assert_untouched(self, head: str) -> None:
+        self.assertEqual(self.run_git(self.checkout, "rev-parse", "HEAD"), head)
+        self.assertEqual(self.run_git(self.checkout, "status", "--porcelain"), "")
+        self.assertEqual(len(self.run_git(self.checkout, "worktree", "list").splitlines()), 1)
+
+
+class TestStageOntoCheckout(StageTestCase):
+    def test_needed_patches_are_staged_and_upstream_ones_skipped(self) -> None:
+        # Upstream already fixed `double` the same way.
+        (self.checkout / "torch/arith.py").write_bytes(FIXED)
+        self.run_git(self.checkout, "commit", "-q", "-am", "Fix double upstream")
+        head = self.run_git(self.checkout, "rev-parse", "HEAD")
+        out = self.tmp / "staged"
+        result = self.stage("--onto", str(self.checkout), "-o", str(out))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("ghstack submit", result.stdout)
+        self.assertEqual(sorted(p.name for p in out.iterdir()),
+                         ["0002-ops-Add-half.md", "0002-ops-Add-half.patch", "README.md", "stage.json"])
+        info = json.loads((out / "stage.json").read_text())
+        self.assertEqual([p["verdict"] for p in info["patches"]], ["already upstream", "still needed"])
+        self.assertIn("reverse-applies", info["patches"][0]["evidence"])
+        self.assertEqual(info["patches"][1]["git_apply_check"], "applies cleanly")
+        body = (out / "0002-ops-Add-half.md").read_text()
+        self.assertIn("Fixes #12", body)
+        self.assertIn("- `test/test_half.py`", body)
+        readme = (out / "README.md").read_text()
+        self.assertIn("## Skipped (already upstream)\n\n- 0001-arith-Fix-double.patch: patch already applied", readme)
+        # The branch: one commit per needed patch on top of HEAD; the checkout itself unchanged.
+        self.assertEqual(self.run_git(self.checkout, "log", "--format=%s", f"{head}..overlay-stack"), "[ops] Add half")
+        self.assertEqual(self.run_git(self.checkout, "log", "-1", "--format=%an", "overlay-stack"), "Dev")
+        self.assert_untouched(head)
+
+    def test_everything_upstream_makes_no_branch(self) -> None:
+        patches = sorted(str(p) for p in (self.p.root / "patches").glob("*.patch"))
+        self.run_git(self.checkout, "am", "-q", *patches)
+        out = self.tmp / "staged"
+        result = self.stage("--onto", str(self.checkout), "-o", str(out))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(sorted(p.name for p in out.iterdir()), ["README.md", "stage.json"])
+        self.assertIn("Nothing left to send", (out / "README.md").read_text())
+        self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
+
+    def test_pr_body_sections(self) -> None:
+        out = self.tmp / "staged"
+        self.assertEqual(self.stage("--onto", str(self.checkout), "-o", str(out)).returncode, 0)
+        body = (out / "0001-arith-Fix-double.md").read_text()
+        self.assertIn("# [arith] Fix double", body)
+        self.assertIn("## Root cause\n\nDouble added one.", body)
+        self.assertIn("## Fix\n\nDo not.", body)
+        self.assertIn("python test/run_test.py -i arith/test_double", body)
+
+    def test_dirty_checkout_is_refused(self) -> None:
+        head = self.run_git(self.checkout, "rev-parse", "HEAD")
+        (self.checkout / "torch/ops.py").write_text("# local edit\n")
+        result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("uncommitted changes (torch/ops.py)", result.stderr)
+        self.assertFalse((self.tmp / "staged").exists())
+        self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
+        self.assertEqual(self.run_git(self.checkout, "rev-parse", "HEAD"), head)
+
+    def test_conflicting_patch_stops_everything(self) -> None:
+        (self.checkout / "torch/arith.py").write_text("def double(x):\n    return 2 * x\n")
+        self.run_git(self.checkout, "commit", "-q", "-am", "Fixed differently")
+        head = self.run_git(self.checkout, "rev-parse", "HEAD")
+        result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("0001-arith-Fix-double.patch", result.stderr)
+        self.assertIn("nothing was staged", result.stderr)
+        self.assertFalse((self.tmp / "staged").exists())
+        self.assertEqual(list(self.tmp.glob(".staged-*")), [])
+        self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
+        self.assert_untouched(head)
+
+    def test_not_a_checkout(self) -> None:
+        plain = self.tmp / "plain"
+        (plain / "torch").mkdir(parents=True)
+        result = self.stage("--onto", str(plain), "-o", str(self.tmp / "staged"))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("not an upstream PyTorch checkout", result.stderr)
+        result = self.stage("--onto", "not-a-version", "-o", str(self.tmp / "staged"))
+        self.assertIn("neither an upstream checkout directory nor a release version", result.stderr)
+
+    def test_existing_branch_and_nonempty_output_are_refused(self) -> None:
+        self.run_git(self.checkout, "branch", "overlay-stack")
+        result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
+        self.assertIn("branch overlay-stack already exists", result.stderr)
+        (self.tmp / "full").mkdir()
+        (self.tmp / "full" / "x").write_text("")
+        result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "full"), "--branch", "other")
+        self.assertIn("exists and is not empty", result.stderr)
+
+
+class TestAgainstRelease(StageTestCase):
+    """A later release that fixed `double` but has no `half`: fetched with pip from find-links."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        files = dict(SOURCES, **BUGGY)
+        files["torch/arith.py"] = FIXED
+        self.links = self.tmp / "links"
+        self.wheel = release_wheel(self.links, files)
+        self.pip_env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(self.links), "PIP_CONFIG_FILE": os.devnull}
+
+    def pin_release(self, sha: str) -> None:
+        with (self.p.root / "overlay.toml").open("a") as f:
+            f.write(f'\n[upstream.wheels."{RELEASE}"]\n"{TAG}" = "{sha}"\n')
+
+    def tool(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "torch_overlay", *args], cwd=self.p.root,
+                              env=dict(self.p.env(), **GIT_ENV, **self.pip_env), text=True, capture_output=True)
+
+    def test_drift_verdicts_are_recorded_and_the_release_is_deleted(self) -> None:
+        self.pin_release(sha256(self.wheel))
+        result = self.tool("verify", "--against", RELEASE, "--record")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        recorded = json.loads((self.p.root / "benchmarks" / "drift.json").read_text())[RELEASE]
+        verdicts = {p["id"]: (p["tests_pass"], p["applies"], p["reverse_applies"], p["verdict"])
+                    for p in recorded["patches"]}
+        self.assertEqual(verdicts, {"0001": (True, False, True, "already upstream"),
+                                    "0002": (False, True, False, "still needed")})
+        self.assertEqual(recorded["wheel"]["sha256"], sha256(self.wheel))
+        self.assertFalse((self.p.cache / "base" / sha256(self.wheel)[:16]).exists())
+        self.assertFalse((self.p.cache / "wheels" / self.wheel.name).exists())
+        self.assertFalse(any((self.p.root / "build" / "verify").glob("stock-*")))
+
+    def test_stage_onto_release(self) -> None:
+        self.pin_release(sha256(self.wheel))
+        out = self.tmp / "staged"
+        result = self.tool("stage", "--onto", RELEASE, "-o", str(out))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(sorted(p.name for p in out.glob("*.patch")), ["0002-ops-Add-half.patch"])
+        readme = (out / "README.md").read_text()
+        self.assertIn("0001-arith-Fix-double.patch: tests pass 1/1; patch already applied", readme)
+
+    def test_wheel_failing_its_hash_is_refused(self) -> None:
+        self.pin_release("0" * 64)
+        result = self.tool("stage", "--onto", RELEASE, "-o", str(self.tmp / "staged"))
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("does not match the pin", result.stderr)
+        self.assertFalse((self.tmp / "staged").exists())
+        self.assertFalse((self.p.cache / "base" / sha256(self.wheel)[:16]).exists())
+
+    def test_unknown_version_lists_the_pinned_ones(self) -> None:
+        self.pin_release(sha256(self.wheel))
+        result = self.tool("verify", "--against", "9.9.9")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("torch 9.9.9 is not pinned", result.stderr)
+        self.assertIn(f"(pinned: {RELEASE})", result.stderr)
+
+
+if __name__ == "__main__":
+    run_tests()

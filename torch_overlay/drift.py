@@ -1,0 +1,185 @@
+"""Upstream drift: which patches a later release already carries, still needs, or conflicts with.
+
+For each patch, on a stock tree of the release (hard links into its extraction, its own
+dependencies on PYTHONPATH): do the patch's regression tests pass there, and does the patch
+apply (`git apply --check`) or apply in reverse (already there)? The tests come from the
+overlay tree, as for `verify`.
+
+    already upstream   the tests pass on the release and/or the patch reverse-applies
+    still needed       the tests fail there and the patch applies
+    conflicts          the tests fail and the patch neither applies nor reverse-applies
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from . import applycheck, stock, tree, upstream
+from .applycheck import ApplyCheck
+from .base import Base
+from .base import load as load_base
+from .errors import OverlayError
+from .lock import build_lock
+from .pin import Pin
+from .project import Project
+from .prove import existing_tests, run_side, select, side_summary, verify_dir
+from .series import Patch, read_series
+from .testrun import CRASH, PASS, TIMEOUT, RunResult, progress
+
+ALREADY_UPSTREAM, STILL_NEEDED, CONFLICTS = "already upstream", "still needed", "conflicts"
+RECORD_FILE = Path("benchmarks") / "drift.json"
+
+
+@dataclass(frozen=True)
+class PatchDrift:
+    patch: Patch
+    tests: tuple[RunResult, ...]
+    apply: ApplyCheck
+
+    @property
+    def tests_pass(self) -> bool:
+        # Only a real pass counts: a file whose tests were all skipped there proves nothing.
+        return bool(self.tests) and all(r.outcome == PASS for r in self.tests)
+
+    @property
+    def verdict(self) -> str:
+        if self.tests_pass or self.apply.reverse_applies:
+            return ALREADY_UPSTREAM
+        return STILL_NEEDED if self.apply.applies else CONFLICTS
+
+    def evidence(self) -> str:
+        tests = f"tests {side_summary(self.tests)}" if self.tests else "no tests"
+        return f"{tests}; patch {self.apply.describe()}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.patch.id,
+            "file": self.patch.path.name,
+            "title": self.patch.title,
+            "tests": [r.to_json() for r in self.tests],
+            "tests_pass": self.tests_pass,
+            "applies": self.apply.applies,
+            "reverse_applies": self.apply.reverse_applies,
+            "apply_output": self.apply.output,
+            "verdict": self.verdict,
+        }
+
+
+def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path], patches: list[Patch],
+                  logs: Path, timeout: float) -> list[PatchDrift]:
+    """Apply checks and test runs of each patch on a stock tree of another release."""
+    results = []
+    for index, patch in enumerate(patches, 1):
+        progress(f"[{index}/{len(patches)}] {patch.path.name}")
+        stock.clear_tests(release_tree)  # the check must see the release's files only
+        check = applycheck.check(release_tree, patch)
+        files = existing_tests(patch, overlay_tree)
+        stock.place_tests(release_tree, overlay_tree, files)
+        runs = run_side(release_tree, pythonpath, patch, "upstream", files, logs, timeout)
+        results.append(PatchDrift(patch, runs, check))
+    stock.clear_tests(release_tree)
+    return results
+
+
+@dataclass
+class Measured:
+    """What preparing a release cost, for the record."""
+
+    seconds: dict[str, float]
+    bytes: dict[str, int]
+    deps: list[str]
+
+
+def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Patch], *, keep: bool,
+                     timeout: float) -> tuple[Base, list[PatchDrift], Measured]:
+    """Fetch (verified), extract and equip `version`, then run the drift checks on it."""
+    release_pin, wheel = upstream.release_pin(project.pin_file, version)  # unknown version: fails here
+    if version == pin.version or wheel.sha256 in {w.sha256 for w in pin.wheels}:
+        raise OverlayError(f"torch {version} is the base itself; `verify` without --against checks it")
+    base = load_base(project.cache_dir, pin, pin.wheel_for_this_interpreter())
+    tree.materialise(project, base)  # the tests are taken from the overlay tree
+    work = verify_dir(project)
+    try:
+        clock = time.monotonic()
+        release = upstream.load_release(project.cache_dir, release_pin, wheel)
+        seconds = {"fetch_extract": time.monotonic() - clock}
+        clock = time.monotonic()
+        deps = upstream.ensure_deps(project.cache_dir, release)
+        seconds["dependencies"] = time.monotonic() - clock
+        measured = Measured(seconds, {
+            "wheel": release.wheel_path.stat().st_size,
+            "extracted": upstream.disk_usage(release.extracted),
+            "dependencies": upstream.disk_usage(deps),
+        }, (deps / ".complete").read_text().split() if deps else [])
+        with build_lock(work):
+            release_tree = work / f"stock-{version}"
+            try:
+                stock.ensure_stock_tree(release, release_tree)
+                clock = time.monotonic()
+                pythonpath = [release_tree] + ([deps] if deps else [])
+                results = drift_on_tree(release_tree, project.tree_dir, pythonpath, patches, work / "logs", timeout)
+                seconds["checks"] = time.monotonic() - clock
+            finally:
+                if not keep:
+                    stock.remove(release_tree)
+    finally:
+        if not keep:  # also after an interruption: a release weighs gigabytes
+            upstream.remove_release(project.cache_dir, release_pin, wheel)
+    measured.seconds = {k: round(v, 1) for k, v in seconds.items()}
+    return release, results, measured
+
+
+def render(version: str, results: list[PatchDrift]) -> str:
+    rows = [("patch", f"tests on {version}", "git apply --check", "verdict")]
+    rows += [(r.patch.id, side_summary(r.tests), r.apply.describe(), r.verdict) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
+    lines.insert(1, "-" * max(len(line) for line in lines))
+    for r in results:  # a crash (e.g. an import error) says nothing about the bug: point at it
+        for run in r.tests:
+            if run.outcome in (CRASH, TIMEOUT):
+                lines.append(f"{r.patch.id}: {run.file} did not run to completion on {version} ({run.outcome}); "
+                             f"the verdict rests on git apply. Log: {run.log}")
+    return "\n".join(lines)
+
+
+def to_json(release: Base, results: list[PatchDrift], measured: Measured) -> dict[str, Any]:
+    return {
+        "version": release.version,
+        "wheel": {"tag": release.wheel.tag, "sha256": release.wheel.sha256},
+        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "seconds": measured.seconds,
+        "bytes": measured.bytes,
+        "dependencies_installed": measured.deps,
+        "patches": [r.to_json() for r in results],
+    }
+
+
+def record(project: Project, entry: dict[str, Any]) -> Path:
+    """Merge one release's measured results into `benchmarks/drift.json` (keyed by version)."""
+    path = project.root / RECORD_FILE
+    path.parent.mkdir(exist_ok=True)
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data[entry["version"]] = entry
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def run_drift(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    patches = select(read_series(project.patches_dir), args.patch)
+    release, results, measured = evaluate_release(project, pin, args.against, patches, keep=args.keep,
+                                                  timeout=args.timeout)
+    entry = to_json(release, results, measured)
+    print(json.dumps(entry, indent=2) if args.json else render(args.against, results))
+    if args.record:
+        progress(f"recorded in {record(project, entry)}")
+    return 0

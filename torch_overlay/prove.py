@@ -1,0 +1,149 @@
+"""The proof matrix: every patch's regression tests fail on stock torch and pass on the overlay.
+
+For each patch, its test files (taken from the overlay tree, where `git am` put them) are run
+(a) in a stock tree of the base, to which only that patch's test files are added: they must
+fail there, or they do not catch the bug; (b) in the overlay tree: they must pass. Both runs
+use the same interpreter (`sys.executable`); the torch under test is chosen by PYTHONPATH and
+every run has its own inductor cache (see `testrun`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import stock
+from .base import Base
+from .errors import OverlayError
+from .lock import build_lock
+from .project import Project
+from .series import Patch
+from .testrun import PASS, RunResult, progress, run_test_file
+
+OK = "ok"
+NO_TESTS = "no regression test"
+NOT_CAUGHT = "passes on stock: test does not catch the bug"
+BROKEN = "fails on overlay"
+
+
+def verify_dir(project: Project) -> Path:
+    return project.build_dir / "verify"
+
+
+@dataclass(frozen=True)
+class PatchProof:
+    patch: Patch
+    test_files: tuple[str, ...]
+    stock: tuple[RunResult, ...]
+    overlay: tuple[RunResult, ...]
+
+    @property
+    def verdict(self) -> str:
+        if not self.test_files:
+            return NO_TESTS
+        if any(r.outcome != PASS for r in self.overlay):
+            return BROKEN
+        if not all(r.failing for r in self.stock):
+            return NOT_CAUGHT
+        return OK
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.patch.id,
+            "file": self.patch.path.name,
+            "title": self.patch.title,
+            "test_files": list(self.test_files),
+            "stock": [r.to_json() for r in self.stock],
+            "overlay": [r.to_json() for r in self.overlay],
+            "verdict": self.verdict,
+            "ok": self.ok,
+        }
+
+
+def select(patches: list[Patch], wanted: list[str] | None) -> list[Patch]:
+    """The patches named by id (`0003`) or file name; all of them when none are named."""
+    if not wanted:
+        return patches
+    chosen = [p for p in patches if p.id in wanted or p.path.name in wanted]
+    unknown = set(wanted) - {p.id for p in chosen} - {p.path.name for p in chosen}
+    if unknown:
+        known = ", ".join(p.id for p in patches) or "none"
+        raise OverlayError(f"no patch {', '.join(sorted(unknown))} in patches/series (patches: {known})")
+    return chosen
+
+
+def existing_tests(patch: Patch, tree: Path) -> tuple[str, ...]:
+    """The patch's test files that exist after it is applied (a patch may also delete tests)."""
+    return tuple(f for f in patch.test_files if (tree / f).is_file())
+
+
+def log_path(logs: Path, patch: Patch, side: str, test_file: str) -> Path:
+    return logs / f"{patch.id}-{side}-{test_file.replace('/', '_')}.log"
+
+
+def run_side(root: Path, pythonpath: list[Path], patch: Patch, side: str, files: tuple[str, ...],
+             logs: Path, timeout: float) -> tuple[RunResult, ...]:
+    results = []
+    for name in files:
+        progress(f"  {patch.id} {side:8s} {name} ...")
+        result = run_test_file(root, name, pythonpath, log_path(logs, patch, side, name), timeout)
+        progress(f"  {patch.id} {side:8s} {name}: {result.summary()} ({result.seconds:.0f}s)")
+        results.append(result)
+    return tuple(results)
+
+
+def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = False,
+          timeout: float = 1800.0) -> list[PatchProof]:
+    """Run the matrix for `patches`; the overlay tree must already hold the whole series."""
+    work = verify_dir(project)
+    with build_lock(work):
+        logs = work / "logs"
+        shutil.rmtree(logs, ignore_errors=True)
+        stock_tree = work / f"stock-{base.version}"
+        try:
+            stock.ensure_stock_tree(base, stock_tree)
+            proofs = []
+            for index, patch in enumerate(patches, 1):
+                progress(f"[{index}/{len(patches)}] {patch.path.name}")
+                files = existing_tests(patch, project.tree_dir)
+                stock.place_tests(stock_tree, project.tree_dir, files)
+                stock_runs = run_side(stock_tree, [stock_tree], patch, "stock", files, logs, timeout)
+                overlay_runs = run_side(project.tree_dir, [project.tree_dir], patch, "overlay", files, logs, timeout)
+                proofs.append(PatchProof(patch, files, stock_runs, overlay_runs))
+        finally:
+            if keep:
+                stock.clear_tests(stock_tree)
+            else:
+                stock.remove(stock_tree)
+    return proofs
+
+
+def side_summary(results: tuple[RunResult, ...]) -> str:
+    return "; ".join(r.summary() for r in results) or "-"
+
+
+def render(proofs: list[PatchProof], stock_label: str) -> str:
+    rows = [("patch", f"stock {stock_label}", "overlay", "verdict")]
+    rows += [(p.patch.id, side_summary(p.stock), side_summary(p.overlay), p.verdict) for p in proofs]
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
+    lines.insert(1, "-" * max(len(line) for line in lines))
+    for p in proofs:
+        if not p.ok:
+            lines.append(f"{p.patch.path.name}: {p.verdict}")
+            lines.extend(f"  log: {r.log}" for r in p.stock + p.overlay)
+    return "\n".join(lines)
+
+
+def to_json(proofs: list[PatchProof], base: Base) -> dict[str, Any]:
+    return {
+        "base": {"version": base.version, "revision": base.revision, "wheel_sha256": base.wheel.sha256},
+        "ok": all(p.ok for p in proofs),
+        "patches": [p.to_json() for p in proofs],
+    }

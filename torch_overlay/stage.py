@@ -1,0 +1,216 @@
+"""`stage --onto TARGET -o DIR`: the patches still needed upstream, ready to send.
+
+TARGET is an upstream checkout (a git repository with `torch/`) or a pinned release version.
+Each patch is classified there (see `drift`: on a release, by its tests and `git apply --check`;
+on a checkout, by `git apply --check` alone, since a source checkout cannot run without a
+build). Patches already upstream are listed as skipped, with the evidence. For the others DIR
+gets the mbox (`git am`-ready patch file), a PR body in markdown and the apply check's result.
+With a checkout, a local branch with one commit per patch is made on top of its HEAD, in a
+temporary worktree, so the checkout's own branch and files are never touched.
+
+All or nothing: a conflicting patch, a dirty checkout or any other bad input stops before
+anything is written; DIR is assembled under a temporary name and renamed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import applycheck, drift, message
+from .applycheck import ApplyCheck
+from .errors import OverlayError
+from .pin import Pin
+from .project import Project
+from .prove import select
+from .series import Patch, read_series
+
+DEFAULT_BRANCH = "overlay-stack"
+
+
+@dataclass(frozen=True)
+class Decision:
+    patch: Patch
+    verdict: str  # drift.ALREADY_UPSTREAM / STILL_NEEDED / CONFLICTS
+    evidence: str
+    apply: ApplyCheck
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.patch.id,
+            "file": self.patch.path.name,
+            "title": self.patch.title,
+            "verdict": self.verdict,
+            "evidence": self.evidence,
+            "git_apply_check": self.apply.describe(),
+            "git_apply_output": self.apply.output,
+        }
+
+
+# -- the target ---------------------------------------------------------------------------------
+
+def user_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """git in the user's own checkout, with the user's identity and configuration."""
+    result = subprocess.run(["git", *args], cwd=repo, text=True, capture_output=True)
+    if check and result.returncode != 0:
+        raise OverlayError(f"git {' '.join(args)} failed in {repo}:\n{result.stderr.strip()}")
+    return result
+
+
+def check_checkout(path: Path, branch: str) -> str:
+    """Validate an upstream checkout; returns its HEAD commit."""
+    if not (path / "torch").is_dir() or not (path / ".git").exists():
+        raise OverlayError(f"{path} is not an upstream PyTorch checkout (it needs torch/ and .git)")
+    top = user_git(path, "rev-parse", "--show-toplevel", check=False).stdout.strip()
+    if not top or Path(top).resolve() != path.resolve():
+        raise OverlayError(f"{path} is not the top of a git checkout")
+    dirty = user_git(path, "status", "--porcelain").stdout.splitlines()
+    if dirty:
+        listed = ", ".join(line[3:] for line in dirty[:10])
+        raise OverlayError(f"{path} has uncommitted changes ({listed}); commit or stash them first")
+    if user_git(path, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).returncode == 0:
+        raise OverlayError(f"branch {branch} already exists in {path}; delete it or pass --branch NAME")
+    return user_git(path, "rev-parse", "HEAD").stdout.strip()
+
+
+def is_version(target: str) -> bool:
+    return re.fullmatch(r"\d+\.\d+(\.\d+)?", target) is not None
+
+
+def decide_on_checkout(checkout: Path, patches: list[Patch]) -> list[Decision]:
+    decisions = []
+    for patch in patches:
+        check = applycheck.check(checkout, patch)
+        if check.reverse_applies:
+            verdict = drift.ALREADY_UPSTREAM
+        else:
+            verdict = drift.STILL_NEEDED if check.applies else drift.CONFLICTS
+        decisions.append(Decision(patch, verdict, f"patch {check.describe()} (tests not run on a checkout)", check))
+    return decisions
+
+
+def decide_on_release(project: Project, pin: Pin, version: str, patches: list[Patch], *,
+                      keep: bool, timeout: float) -> list[Decision]:
+    _, results, _ = drift.evaluate_release(project, pin, version, patches, keep=keep, timeout=timeout)
+    return [Decision(r.patch, r.verdict, r.evidence(), r.apply) for r in results]
+
+
+def refuse_conflicts(decisions: list[Decision], target: str) -> None:
+    conflicts = [d for d in decisions if d.verdict == drift.CONFLICTS]
+    if conflicts:
+        detail = "\n".join(f"  {d.patch.path.name}: {d.evidence}\n    {d.apply.output}" for d in conflicts)
+        raise OverlayError(f"patches conflict with {target}; nothing was staged:\n{detail}\n"
+                           "Rebase them onto the target (build/tree, then export) and stage again.")
+
+
+# -- the stack branch ---------------------------------------------------------------------------
+
+def build_stack(checkout: Path, head: str, patches: list[Patch], worktree: Path) -> str:
+    """`git am` the patches onto `head` in a detached worktree; returns the stack's top commit."""
+    user_git(checkout, "worktree", "add", "-q", "--detach", str(worktree), head)
+    for patch in patches:
+        result = user_git(worktree, "am", "-q", "--keep-non-patch", "--whitespace=nowarn",
+                          str(patch.path.resolve()), check=False)
+        if result.returncode != 0:
+            user_git(worktree, "am", "--abort", check=False)
+            raise OverlayError(f"{patch.path.name} does not apply on top of the earlier patches "
+                               f"(git am):\n{(result.stdout + result.stderr).strip()}")
+    return user_git(worktree, "rev-parse", "HEAD").stdout.strip()
+
+
+def remove_worktree(checkout: Path, worktree: Path) -> None:
+    user_git(checkout, "worktree", "remove", "--force", str(worktree), check=False)
+    shutil.rmtree(worktree, ignore_errors=True)
+    user_git(checkout, "worktree", "prune", check=False)
+
+
+# -- the output ---------------------------------------------------------------------------------
+
+def readme(target: str, decisions: list[Decision], branch_note: str) -> str:
+    lines = [f"# Patches staged for {target}", "", "| patch | verdict | git apply --check | evidence |",
+             "|---|---|---|---|"]
+    lines += [f"| {d.patch.path.name} | {d.verdict} | {d.apply.describe()} | {d.evidence} |" for d in decisions]
+    skipped = [d for d in decisions if d.verdict == drift.ALREADY_UPSTREAM]
+    if skipped:
+        lines += ["", "## Skipped (already upstream)", ""]
+        lines += [f"- {d.patch.path.name}: {d.evidence}" for d in skipped]
+    return "\n".join(lines + ["", branch_note, ""])
+
+
+def write_output(out: Path, target: str, decisions: list[Decision], branch_note: str) -> None:
+    if out.exists() and any(out.iterdir()):
+        raise OverlayError(f"{out} exists and is not empty; choose another -o directory")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        for d in decisions:
+            if d.verdict == drift.STILL_NEEDED:
+                shutil.copyfile(d.patch.path, tmp / d.patch.path.name)
+                (tmp / d.patch.path.with_suffix(".md").name).write_text(message.pr_body(d.patch))
+        (tmp / "README.md").write_text(readme(target, decisions, branch_note))
+        summary = {"target": target, "patches": [d.to_json() for d in decisions]}
+        (tmp / "stage.json").write_text(json.dumps(summary, indent=1) + "\n")
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+# -- the command --------------------------------------------------------------------------------
+
+def run_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    patches = select(read_series(project.patches_dir), args.patch)
+    out: Path = args.output.resolve()
+    if out.exists() and any(out.iterdir()):  # checked early too: before any long step
+        raise OverlayError(f"{out} exists and is not empty; choose another -o directory")
+    target_path = Path(args.onto).expanduser()
+    if target_path.is_dir():
+        return _stage_checkout(target_path.resolve(), patches, out, args.branch)
+    if not is_version(args.onto):
+        raise OverlayError(f"--onto {args.onto}: neither an upstream checkout directory nor a release version")
+    decisions = decide_on_release(project, pin, args.onto, patches, keep=args.keep, timeout=args.timeout)
+    refuse_conflicts(decisions, f"torch {args.onto}")
+    write_output(out, f"torch {args.onto}", decisions, "Release target: no branch made.")
+    _report(out, decisions)
+    return 0
+
+
+def _stage_checkout(checkout: Path, patches: list[Patch], out: Path, branch: str) -> int:
+    head = check_checkout(checkout, branch)
+    decisions = decide_on_checkout(checkout, patches)
+    refuse_conflicts(decisions, str(checkout))
+    needed = [d.patch for d in decisions if d.verdict == drift.STILL_NEEDED]
+    if not needed:
+        write_output(out, str(checkout), decisions, "Nothing left to send: no branch made.")
+        _report(out, decisions)
+        return 0
+    worktree = Path(tempfile.mkdtemp(prefix="overlay-stack-")) / "worktree"
+    try:
+        top = build_stack(checkout, head, needed, worktree)
+        note = (f"Branch `{branch}` in {checkout}: {len(needed)} commit(s) on {head[:12]}. Submit with:\n\n"
+                f"    cd {checkout} && git checkout {branch} && ghstack submit")
+        write_output(out, str(checkout), decisions, note)
+        user_git(checkout, "branch", branch, top)
+    finally:
+        remove_worktree(checkout, worktree)
+        shutil.rmtree(worktree.parent, ignore_errors=True)
+    _report(out, decisions)
+    print(f"branch {branch}: {len(needed)} commit(s) on {head[:12]} in {checkout}")
+    print(f"submit (not run): cd {checkout} && git checkout {branch} && ghstack submit")
+    return 0
+
+
+def _report(out: Path, decisions: list[Decision]) -> None:
+    for d in decisions:
+        print(f"{d.patch.id}  {d.verdict:16s}  {d.evidence}")
+    print(f"staged in {out}")

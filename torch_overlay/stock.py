@@ -1,0 +1,72 @@
+"""Stock trees: an unpatched torch release as an importable directory, made of hard links.
+
+A stock tree holds the release's `torch/`, `torchgen/` and `functorch/` exactly as its wheel
+ships them, every file a hard link into the extraction cache: building one costs inodes, not
+gigabytes, and needs no download and no second virtual environment (`PYTHONPATH=<stock tree>`
+selects it). Nothing ever writes into a linked file; Python's bytecode goes to new files in
+the tree's own `__pycache__` directories. The only files of its own are the regression tests
+placed under `test/` for one patch at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .base import Base
+from .progress import Progress
+from .series import TEST_DIR, WHEEL_PACKAGES
+
+COMPLETE = ".stock-complete"  # holds the wheel's sha256; a tree without it is unfinished
+
+
+def stock_files(base: Base) -> list[str]:
+    return [f for f in base.text_files + base.binary_files if f.split("/", 1)[0] in WHEEL_PACKAGES]
+
+
+def ensure_stock_tree(base: Base, dest: Path) -> Path:
+    """`dest` as a stock tree of `base`; reused when a finished one for the same wheel is there."""
+    marker = dest / COMPLETE
+    if marker.exists() and marker.read_text() == base.wheel.sha256:
+        return dest
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
+    files = stock_files(base)
+    progress = Progress(f"linking stock torch {base.version}", total=len(files), unit="files")
+    for name in files:
+        out = partial / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _link_or_copy(base.extracted / name, out)
+        progress.advance(1)
+    progress.done()
+    (partial / COMPLETE).write_text(base.wheel.sha256)
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(partial, dest)
+    return dest
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # the cache is on another filesystem: a copy is the only way
+        shutil.copy2(src, dst)
+
+
+def place_tests(stock: Path, source_root: Path, test_files: tuple[str, ...]) -> None:
+    """Make `stock/test/` hold exactly `test_files`, copied from `source_root` (the overlay tree)."""
+    clear_tests(stock)
+    for name in test_files:
+        out = stock / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source_root / name, out)  # a copy: the tests are small, the tree is editable
+
+
+def clear_tests(stock: Path) -> None:
+    shutil.rmtree(stock / TEST_DIR, ignore_errors=True)
+
+
+def remove(path: Path) -> None:
+    """Delete a stock tree; unlinking leaves the cache's files untouched."""
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(path.with_name(path.name + ".partial"), ignore_errors=True)

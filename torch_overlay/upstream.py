@@ -1,0 +1,172 @@
+"""Later upstream releases: pinned wheels, fetched and verified, extracted, with their dependencies.
+
+`overlay.toml` pins each release the tool may compare against:
+
+    [upstream.wheels."2.10.0"]
+    "cp311-cp311-manylinux_2_28_x86_64" = "<sha256 of the wheel file on PyPI>"
+
+A release is fetched with pip like the base (`base`), hash-checked before use and extracted into
+the same cache. Its own compiled dependencies (CUDA runtime libraries, triton) often differ from
+the base's: the ones this interpreter's environment does not already satisfy are installed with
+`pip install --target` into a per-release directory that goes on PYTHONPATH after the release.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+from . import base as base_mod
+from .base import Base
+from .errors import OverlayError
+from .pin import Pin, WheelPin, tag_matches_interpreter
+
+
+def load_release_pins(pin_file: Path) -> dict[str, tuple[WheelPin, ...]]:
+    try:
+        table = tomllib.loads(pin_file.read_text()).get("upstream", {}).get("wheels", {})
+        pins = {v: tuple(WheelPin(tag, sha.lower()) for tag, sha in tags.items()) for v, tags in table.items()}
+    except (OSError, tomllib.TOMLDecodeError, AttributeError) as e:
+        raise OverlayError(f"{pin_file}: invalid [upstream.wheels] table ({e!r})") from e
+    for version, wheels in pins.items():
+        for wheel in wheels:
+            if not re.fullmatch(r"[0-9a-f]{64}", wheel.sha256):
+                raise OverlayError(f"{pin_file}: sha256 of torch {version} ({wheel.tag}) is not 64 hex digits")
+    return pins
+
+
+def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
+    """The pin of an upstream release and its wheel for this interpreter, or a clear error."""
+    pins = load_release_pins(pin_file)
+    if version not in pins:
+        known = ", ".join(sorted(pins, key=_version_key)) or "none"
+        raise OverlayError(
+            f"torch {version} is not pinned in {pin_file.name} [upstream.wheels] (pinned: {known}). "
+            f'Add `[upstream.wheels."{version}"]` with the wheel tag and the sha256 PyPI lists for it.'
+        )
+    pin = Pin(version=version, revision="", wheels=pins[version], source_build_env={})
+    for wheel in pin.wheels:
+        if tag_matches_interpreter(wheel.tag):
+            return pin, wheel
+    return pin, pin.wheel_for_this_interpreter()  # raises, listing the pinned tags
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version))
+
+
+def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
+    """The verified release wheel in the cache (under the name `base.load` looks for)."""
+    target = base_mod.wheel_path(cache_dir, pin, wheel)
+    if target.exists():
+        base_mod.verify(target, wheel.sha256)
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
+        _pip_download(pin.version, wheel.tag, Path(tmp))
+        found = sorted(Path(tmp).glob(f"torch-{pin.version}-*{wheel.tag}.whl"))
+        if not found:
+            raise OverlayError(f"pip did not produce a torch {pin.version} wheel for {wheel.tag}")
+        base_mod.verify(found[0], wheel.sha256)
+        os.replace(found[0], target)
+    return target
+
+
+def _pip_download(version: str, tag: str, dest: Path) -> None:
+    python_tag, abi, platform_tag = tag.split("-", 2)
+    # `===` (arbitrary equality): `==2.13.0` also matches local builds such as `2.13.0+cpu`,
+    # which a machine's find-links may offer; only the exact release is wanted here.
+    cmd = [
+        sys.executable, "-m", "pip", "download", f"torch==={version}", "--no-deps", "--only-binary=:all:",
+        "--implementation", python_tag[:2], "--python-version", python_tag[2:], "--abi", abi,
+        "--platform", platform_tag, "--dest", str(dest), "--no-cache-dir",
+    ]
+    print(f"fetching torch=={version} ({tag}) with pip ...", file=sys.stderr, flush=True)
+    if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+        raise OverlayError(f"pip could not download torch=={version} for {tag}")
+
+
+def load_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
+    fetch(cache_dir, pin, wheel)
+    return base_mod.load(cache_dir, pin, wheel)
+
+
+# -- dependencies -------------------------------------------------------------------------------
+
+def deps_dir(cache_dir: Path, release: Base) -> Path:
+    return cache_dir / "upstream-deps" / release.wheel.sha256[:16]
+
+
+def requirements(release: Base) -> list[str]:
+    """The release's unconditional Requires-Dist (environment markers kept: pip evaluates them)."""
+    metadata = (release.extracted / release.dist_info / "METADATA").read_text()
+    message = email.parser.Parser().parsestr(metadata, headersonly=True)
+    return [r for r in message.get_all("Requires-Dist", []) if "extra ==" not in r]
+
+
+def missing_requirements(reqs: list[str]) -> list[str]:
+    """`name==version` of what pip would install so that this environment satisfies `reqs`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        listing, report = Path(tmp) / "requirements.txt", Path(tmp) / "report.json"
+        listing.write_text("\n".join(reqs) + "\n")
+        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--only-binary=:all:",
+               "--report", str(report), "-r", str(listing)]
+        if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+            raise OverlayError("pip could not resolve the release's dependencies")
+        installs = json.loads(report.read_text()).get("install", [])
+    return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in installs]
+
+
+def ensure_deps(cache_dir: Path, release: Base) -> Path | None:
+    """A directory holding the release's dependencies this environment lacks (None: it lacks none)."""
+    dest = deps_dir(cache_dir, release)
+    if (dest / ".complete").exists():
+        return dest
+    needed = missing_requirements(requirements(release))
+    if not needed:
+        return None
+    print(f"installing for torch {release.version}: {' '.join(needed)}", file=sys.stderr, flush=True)
+    partial = dest.with_name(dest.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-cache-dir", "--only-binary=:all:",
+           "--target", str(partial), *needed]
+    if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise OverlayError(f"pip could not install the dependencies of torch {release.version}")
+    (partial / ".complete").write_text("\n".join(needed) + "\n")
+    shutil.rmtree(dest, ignore_errors=True)
+    os.replace(partial, dest)
+    return dest
+
+
+def remove_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> None:
+    """Delete what `load_release` and `ensure_deps` put in the cache, finished or interrupted."""
+    extracted = cache_dir / "base" / wheel.sha256[:16]
+    deps = cache_dir / "upstream-deps" / wheel.sha256[:16]
+    for path in (extracted, deps):
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.rmtree(path.with_name(path.name + ".partial"), ignore_errors=True)
+    base_mod.wheel_path(cache_dir, pin, wheel).unlink(missing_ok=True)
+
+
+def disk_usage(path: Path | None) -> int:
+    """Bytes under `path`, each hard-linked inode counted once."""
+    if path is None or not path.exists():
+        return 0
+    seen: set[int] = set()
+    total = 0
+    for root, _, files in os.walk(path):
+        for name in files:
+            st = os.lstat(os.path.join(root, name))
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                total += st.st_blocks * 512
+    return total
