@@ -98,6 +98,14 @@ def _pip_download(version: str, tag: str, dest: Path) -> None:
         raise OverlayError(f"pip could not download torch=={version} for {tag} (exit {result.returncode})")
 
 
+def link_or_copy(src: Path, dst: Path) -> None:
+    """Hard-link a file out of the cache: compiled files are shared, never duplicated."""
+    try:
+        os.link(src, dst)
+    except OSError:  # the cache is on another filesystem: a copy is the only way
+        shutil.copy2(src, dst)
+
+
 def _is_text(head: bytes, name: str) -> bool:
     # git's own heuristic (a NUL byte means binary); shared objects are binary whatever they hold.
     return b"\0" not in head and ".so" not in Path(name).suffixes

@@ -14,7 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .base import Base
+from .base import Base, link_or_copy
 from .progress import Progress
 from .series import TEST_DIR, WHEEL_PACKAGES
 
@@ -37,20 +37,13 @@ def ensure_stock_tree(base: Base, dest: Path) -> Path:
     for name in files:
         out = partial / name
         out.parent.mkdir(parents=True, exist_ok=True)
-        _link_or_copy(base.extracted / name, out)
+        link_or_copy(base.extracted / name, out)
         progress.advance(1)
     progress.done()
     (partial / COMPLETE).write_text(base.wheel.sha256)
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(partial, dest)
     return dest
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # the cache is on another filesystem: a copy is the only way
-        shutil.copy2(src, dst)
 
 
 def place_tests(stock: Path, source_root: Path, test_files: tuple[str, ...]) -> None:

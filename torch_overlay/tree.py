@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import git
-from .base import Base
+from .base import Base, link_or_copy
 from .errors import OverlayError
 from .lock import build_lock
 from .progress import Progress
@@ -172,18 +172,11 @@ def _populate(base: Base, dest: Path) -> None:
         src, out = base.extracted / name, dest / name
         out.parent.mkdir(parents=True, exist_ok=True)
         if name in base.binary_files:
-            _link_or_copy(src, out)
+            link_or_copy(src, out)
         else:
             shutil.copy2(src, out)  # a real copy: edits in the tree must never reach the cache
         progress.advance(1)
     progress.done()
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:  # another filesystem: copying is the only way
-        shutil.copy2(src, dst)
 
 
 def _exclude_list(base: Base) -> str:

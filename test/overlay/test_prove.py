@@ -8,7 +8,6 @@ see with PYTHONPATH.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 
