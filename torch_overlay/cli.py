@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import base as base_mod
-from . import status, tree
+from . import readme, status, tree
 from .errors import OverlayError
 from .pin import Pin, load_pin
 from .project import Project
@@ -79,6 +79,19 @@ def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     return run_stage(project, pin, args)
 
 
+def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    readme_path = project.root / "README.md"
+    current = readme_path.read_text()
+    table = readme.render_table(read_series(project.patches_dir), readme.load_drift(project.root))
+    wanted = readme.with_table(current, table)
+    if args.check:
+        if wanted != current:
+            raise OverlayError("README.md's patch table is out of date: run `python -m torch_overlay readme`")
+        return 0
+    readme_path.write_text(wanted)
+    return 0
+
+
 Command = Callable[[Project, Pin, argparse.Namespace], int]
 
 
@@ -115,6 +128,9 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
     st.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
     st.set_defaults(run=cmd_stage)
+    r = sub.add_parser("readme", help="rewrite README.md's patch table from the series and benchmarks/drift.json")
+    r.add_argument("--check", action="store_true", help="only check that the table is up to date")
+    r.set_defaults(run=cmd_readme)
     return p
 
 

@@ -162,12 +162,24 @@ def to_json(release: Base, results: list[PatchDrift], measured: Measured) -> dic
     }
 
 
+# Log paths and log tails name this machine's directories: the console shows them, the
+# committed record keeps only what was measured.
+_MACHINE_LOCAL_KEYS = ("log", "tail")
+
+
+def _portable(entry: dict[str, Any]) -> dict[str, Any]:
+    for patch in entry["patches"]:
+        patch["tests"] = [{k: v for k, v in t.items() if k not in _MACHINE_LOCAL_KEYS} for t in patch["tests"]]
+    return entry
+
+
 def record(project: Project, entry: dict[str, Any]) -> Path:
     """Merge one release's measured results into `benchmarks/drift.json` (keyed by version)."""
     path = project.root / RECORD_FILE
     path.parent.mkdir(exist_ok=True)
     data = json.loads(path.read_text()) if path.exists() else {}
     data[entry["version"]] = entry
+    data = {version: _portable(e) for version, e in data.items()}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
     os.replace(tmp, path)

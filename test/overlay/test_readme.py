@@ -1,0 +1,81 @@
+"""README.md's patch table is rendered from the series and the measured drift record."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from synthetic import REPO
+
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+sys.path.insert(0, str(REPO))
+from torch_overlay.readme import first_release_with_fix, render_table, upstream_prs, with_table  # noqa: E402
+from torch_overlay.series import Patch  # noqa: E402
+
+MESSAGE = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
+From: Dev <dev@example.com>
+Subject: [PATCH] [inductor] Fix a | thing
+
+Root cause: ...
+
+Upstream: pytorch/pytorch#111 and the second half of
+pytorch/pytorch#222
+
+Fixes #333
+
+Test Plan:
+python test/run_test.py -i inductor/test_thing
+---
+diff --git a/torch/_inductor/ir.py b/torch/_inductor/ir.py
+"""
+
+
+def drift(verdicts: dict[str, str]) -> dict[str, object]:
+    return {v: {"patches": [{"file": "0001-inductor-Fix.patch", "verdict": verdict}]} for v, verdict in verdicts.items()}
+
+
+class TestPatchTable(TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        self._tmp = tempfile.TemporaryDirectory()
+        path = Path(self._tmp.name) / "0001-inductor-Fix.patch"
+        path.write_text(MESSAGE)
+        self.patch = Patch(path)
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+        super().tearDown()
+
+    def test_upstream_prs_span_the_whole_paragraph(self) -> None:
+        self.assertEqual(upstream_prs(self.patch), (111, 222))
+
+    def test_first_release_is_the_lowest_version_measured_as_upstream(self) -> None:
+        measured = drift({"2.13.0": "already upstream", "2.9.10": "still needed", "2.10.0": "already upstream"})
+        self.assertEqual(first_release_with_fix(measured, self.patch), "2.10.0")
+        self.assertEqual(first_release_with_fix(drift({"2.10.0": "conflicts"}), self.patch), "none of 2.10.0")
+        self.assertEqual(first_release_with_fix({}, self.patch), "not measured")
+
+    def test_row(self) -> None:
+        table = render_table([self.patch], drift({"2.12.1": "already upstream"}))
+        self.assertExpectedInline(
+            table.splitlines()[2],
+            """| 0001 | [inductor] Fix a \\| thing | [#333](https://github.com/pytorch/pytorch/issues/333) | [#111](https://github.com/pytorch/pytorch/pull/111), [#222](https://github.com/pytorch/pytorch/pull/222) | `torch/_inductor/ir.py` | 2.12.1 |""",  # noqa: B950
+        )
+
+    def test_table_replaces_only_the_marked_block(self) -> None:
+        readme = "intro\n<!-- patch-table:start -->\nold\n<!-- patch-table:end -->\noutro\n"
+        self.assertEqual(
+            with_table(readme, "new"), "intro\n<!-- patch-table:start -->\nnew\n<!-- patch-table:end -->\noutro\n"
+        )
+
+    def test_repository_readme_is_up_to_date(self) -> None:
+        result = subprocess.run([sys.executable, "-m", "torch_overlay", "readme", "--check"], cwd=REPO,
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+
+if __name__ == "__main__":
+    run_tests()

@@ -1,0 +1,72 @@
+"""The README's patch table, rendered from the series and the measured drift results.
+
+Nothing in the table is typed by hand: ids, titles, issues, PRs and files come from the patch
+files, and "first release with the fix" from `benchmarks/drift.json` (`verify --against V
+--record`). `python -m torch_overlay readme` rewrites the table; `--check` fails when it is
+out of date.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .drift import ALREADY_UPSTREAM, RECORD_FILE
+from .errors import OverlayError
+from .series import Patch
+
+START, END = "<!-- patch-table:start -->", "<!-- patch-table:end -->"
+
+
+def upstream_prs(patch: Patch) -> tuple[int, ...]:
+    """PR numbers cited in the message's `Upstream:` paragraph."""
+    match = re.search(r"^Upstream:(.*?)(?:\n\n|\n---\n)", patch.text, flags=re.M | re.S)
+    return tuple(int(n) for n in re.findall(r"pytorch/pytorch#(\d+)", match.group(1))) if match else ()
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def first_release_with_fix(drift: dict[str, Any], patch: Patch) -> str:
+    checked = sorted(drift, key=_version_key)
+    for version in checked:
+        verdicts = {p["file"]: p["verdict"] for p in drift[version]["patches"]}
+        if verdicts.get(patch.path.name) == ALREADY_UPSTREAM:
+            return version
+    measured = [v for v in checked if patch.path.name in {p["file"] for p in drift[v]["patches"]}]
+    return f"none of {', '.join(measured)}" if measured else "not measured"
+
+
+def _links(numbers: tuple[int, ...], kind: str) -> str:
+    return ", ".join(f"[#{n}](https://github.com/pytorch/pytorch/{kind}/{n})" for n in numbers) or "-"
+
+
+def render_table(patches: list[Patch], drift: dict[str, Any]) -> str:
+    lines = [
+        "| Id | Title | Upstream issue | Upstream PR | Files | First release with the fix |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p in patches:
+        files = "<br>".join(f"`{f}`" for f in p.files)
+        title = p.title.replace("|", "\\|")
+        lines.append(
+            f"| {p.id} | {title} | {_links(p.upstream_issues, 'issues')} | {_links(upstream_prs(p), 'pull')} "
+            f"| {files} | {first_release_with_fix(drift, p)} |"
+        )
+    return "\n".join(lines)
+
+
+def load_drift(root: Path) -> dict[str, Any]:
+    path = root / RECORD_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def with_table(readme: str, table: str) -> str:
+    if START not in readme or END not in readme:
+        raise OverlayError(f"README.md lacks the {START} ... {END} markers")
+    head, rest = readme.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{table}\n{END}{tail}"
