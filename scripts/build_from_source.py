@@ -21,8 +21,8 @@ The submodules must be checked out (`git submodule update --init --recursive`) b
 
 Expected time: hours. A CPU-only build compiles several thousand C++ translation units; this was
 not measured on this machine. Basis of the estimate: upstream's CI (pytorch/pytorch PR #183931)
-reports about 294 runner-minutes for five x86 CPU wheel builds, i.e. about an hour per build on
-CI's many-core runners; upstream's CONTRIBUTING.md ("Make no-op build fast": ninja, ccache) exists
+reports 294 build runner-minutes for six x86 CPU wheel builds (6 x ~49 min) on
+`linux.12xlarge.memory.ephemeral` runners, i.e. close to an hour per build on many cores; upstream's CONTRIBUTING.md ("Make no-op build fast": ninja, ccache) exists
 because full builds are that slow. With 2 cores expect several hours (plan for 4-8 h; ccache makes
 rebuilds fast). Disk: the build directory takes tens of GB.
 """

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from . import base as base_mod
 from . import readme, status, tree
+from .bench import add_arguments as bench_arguments
+from .bench import run_bench
 from .errors import OverlayError
 from .pin import Pin, load_pin
 from .project import Project
@@ -79,6 +81,10 @@ def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     return run_stage(project, pin, args)
 
 
+def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    return run_bench(project, pin, args)
+
+
 def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     readme_path = project.root / "README.md"
     current = readme_path.read_text()
@@ -131,6 +137,9 @@ def parser() -> argparse.ArgumentParser:
     r = sub.add_parser("readme", help="rewrite README.md's patch table from the series and benchmarks/drift.json")
     r.add_argument("--check", action="store_true", help="only check that the table is up to date")
     r.set_defaults(run=cmd_readme)
+    bn = sub.add_parser("bench", help="measure the overlay's speed-ups side by side (median of N runs)")
+    bench_arguments(bn)
+    bn.set_defaults(run=cmd_bench)
     return p
 
 
