@@ -115,10 +115,15 @@ class SyntheticProject:
         self.git("commit", "-q", "-am", message)
 
     def add_test_file(self, path: str, text: str, message: str) -> None:
-        file = self.tree / path
-        file.parent.mkdir(parents=True, exist_ok=True)
-        file.write_text(text)
-        self.git("add", path)
+        self.commit_files({path: text}, message)
+
+    def commit_files(self, files: dict[str, str], message: str) -> None:
+        """Write files into the tree and commit them as one patch."""
+        for name, text in files.items():
+            file = self.tree / name
+            file.parent.mkdir(parents=True, exist_ok=True)
+            file.write_text(text)
+            self.git("add", name)
         self.git("commit", "-q", "-m", message)
 
     def series(self) -> list[str]:

@@ -68,17 +68,9 @@ class TestVerify(TestCase):
         self._tmp.cleanup()
         super().tearDown()
 
-    def commit(self, files: dict[str, str], message: str) -> None:
-        for name, text in files.items():
-            path = self.p.tree / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            self.p.git("add", name)
-        self.p.git("commit", "-q", "-m", message)
-
     def add_fix(self) -> None:
         fixed = (self.p.tree / "torch/arith.py").read_text().replace("x + x + 1", "x + x")
-        self.commit({"torch/arith.py": fixed, "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double")
+        self.p.commit_files({"torch/arith.py": fixed, "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double")
 
     def verify(self, *args: str):
         result = self.p.tool("verify", *args, check=False)
@@ -95,7 +87,7 @@ class TestVerify(TestCase):
 
     def test_test_passing_on_stock_fails_verify_and_names_the_patch(self) -> None:
         self.add_fix()
-        self.commit({"test/test_add.py": WEAK_TEST}, "[ops] Add a weak test")
+        self.p.commit_files({"test/test_add.py": WEAK_TEST}, "[ops] Add a weak test")
         self.p.tool("export")
         result = self.verify()
         self.assertEqual(result.returncode, 1, result.stdout)
@@ -104,7 +96,7 @@ class TestVerify(TestCase):
 
     def test_json_and_patch_selection(self) -> None:
         self.add_fix()
-        self.commit({"test/test_add.py": WEAK_TEST}, "[ops] Add a weak test")
+        self.p.commit_files({"test/test_add.py": WEAK_TEST}, "[ops] Add a weak test")
         self.p.tool("export")
         result = self.verify("--json", "-p", "0001", "--keep")
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -122,7 +114,7 @@ class TestVerify(TestCase):
         self.assertIn("x + x + 1", cached.read_text())  # the cache is never patched
 
     def test_fix_that_does_not_make_its_test_pass_is_reported(self) -> None:
-        self.commit({"test/arith/test_double.py": DOUBLE_TEST}, "[arith] Test without the fix")
+        self.p.commit_files({"test/arith/test_double.py": DOUBLE_TEST}, "[arith] Test without the fix")
         self.p.tool("export")
         result = self.verify()
         self.assertEqual(result.returncode, 1)

@@ -82,11 +82,11 @@ class StageTestCase(TestCase):
         self.checkout = self.tmp / "upstream"
         self.run_git(self.tmp, "clone", "-q", str(self.p.tree), str(self.checkout))
         # Patch 0001 fixes `double`; 0002 adds `half`. Both carry a regression test.
-        self.commit({"torch/arith.py": FIXED.decode(), "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double\n\n"
+        self.p.commit_files({"torch/arith.py": FIXED.decode(), "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double\n\n"
                     "Root cause: double added one.\nFix: do not.\n\nFixes #11\n\nTest Plan:\n"
                     "python test/run_test.py -i arith/test_double")
         ops = (self.p.tree / "torch/ops.py").read_text() + "\n\ndef half(a):\n    return a // 2\n"
-        self.commit({"torch/ops.py": ops, "test/test_half.py": HALF_TEST}, "[ops] Add half\n\nFixes #12")
+        self.p.commit_files({"torch/ops.py": ops, "test/test_half.py": HALF_TEST}, "[ops] Add half\n\nFixes #12")
         self.p.tool("export")
 
     def tearDown(self) -> None:
@@ -96,14 +96,6 @@ class StageTestCase(TestCase):
     def run_git(self, cwd: Path, *args: str) -> str:
         return subprocess.run(["git", *args], cwd=cwd, env=dict(os.environ, **GIT_ENV), text=True, check=True,
                               capture_output=True).stdout.strip()
-
-    def commit(self, files: dict[str, str], message: str) -> None:
-        for name, text in files.items():
-            path = self.p.tree / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-            self.p.git("add", name)
-        self.p.git("commit", "-q", "-m", message)
 
     def stage(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         full = dict(self.p.env(), **GIT_ENV, **(env or {}))
