@@ -115,7 +115,7 @@ def _extract(wheel: Path, dest: Path) -> dict[str, str]:
     kinds: dict[str, str] = {}
     with zipfile.ZipFile(wheel) as zf:
         members = [m for m in zf.infolist() if not m.is_dir()]
-        progress = Progress("extracting base wheel", total=sum(m.file_size for m in members))
+        progress = Progress(f"extracting {wheel.name}", total=sum(m.file_size for m in members))
         for member in members:
             out = dest / member.filename
             out.parent.mkdir(parents=True, exist_ok=True)
