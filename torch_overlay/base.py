@@ -76,21 +76,25 @@ def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
         _pip_download(pin.version, wheel.tag, Path(tmp))
-        downloaded = Path(tmp) / target.name
-        if not downloaded.exists():
+        # A re-uploaded file carries a build tag (`torch-2.10.0-3-cp311-...`): match it too.
+        found = sorted(Path(tmp).glob(f"torch-{pin.version}-*{wheel.tag}.whl"))
+        if not found:
             raise OverlayError(f"pip did not produce {target.name}; check the package index configuration")
-        verify(downloaded, wheel.sha256)
-        os.replace(downloaded, target)
+        verify(found[0], wheel.sha256)
+        os.replace(found[0], target)
     return target
 
 
 def _pip_download(version: str, tag: str, dest: Path) -> None:
     python_tag, abi, platform_tag = tag.split("-", 2)
+    # `===` (arbitrary equality): `==2.9.1` also matches local builds such as `2.9.1+cpu`, which
+    # a machine's find-links may offer; only the exact release is wanted. The wheel is kept in
+    # this tool's cache, so pip's own cache would only hold a second copy.
     cmd = [
-        sys.executable, "-m", "pip", "download", f"torch=={version}", "--no-deps",
+        sys.executable, "-m", "pip", "download", f"torch==={version}", "--no-deps",
         "--only-binary=:all:", "--implementation", python_tag[:2],
         "--python-version", python_tag[2:], "--abi", abi, "--platform", platform_tag,
-        "--dest", str(dest),
+        "--dest", str(dest), "--no-cache-dir",
     ]
     print(f"fetching torch=={version} ({tag}) with pip ...", file=sys.stderr, flush=True)
     result = subprocess.run(cmd, stdout=sys.stderr)
@@ -131,9 +135,13 @@ def _extract(wheel: Path, dest: Path) -> dict[str, str]:
     return kinds
 
 
+def extraction_dir(cache_dir: Path, wheel: WheelPin) -> Path:
+    return cache_dir / "base" / wheel.sha256[:16]
+
+
 def extract(cache_dir: Path, wheel: WheelPin, path: Path) -> Path:
     """The extracted members of a verified wheel (extracted once, reused afterwards)."""
-    dest = cache_dir / "base" / wheel.sha256[:16]
+    dest = extraction_dir(cache_dir, wheel)
     with build_lock(dest.parent):
         if not (dest / MANIFEST).exists():
             _extract_into(path, wheel, dest)
@@ -153,7 +161,7 @@ def _extract_into(path: Path, wheel: WheelPin, dest: Path) -> None:
 
 def load(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
     """Fetch, verify and extract the base wheel as needed; nothing is re-done when cached."""
-    extracted = cache_dir / "base" / wheel.sha256[:16]
+    extracted = extraction_dir(cache_dir, wheel)
     path = wheel_path(cache_dir, pin, wheel)
     if not (extracted / MANIFEST).exists():
         path = fetch(cache_dir, pin, wheel)  # verifies before extraction

@@ -54,7 +54,7 @@ def load_pin(path: Path) -> Pin:
     try:
         data = tomllib.loads(path.read_text())
         base = data["base"]
-        wheels = tuple(WheelPin(tag, sha.lower()) for tag, sha in base["wheels"].items())
+        wheels = parse_wheels(base["wheels"], f"{path} [base.wheels]")
         pin = Pin(
             version=base["version"],
             revision=base["revision"],
@@ -63,10 +63,16 @@ def load_pin(path: Path) -> Pin:
         )
     except (OSError, tomllib.TOMLDecodeError, KeyError, AttributeError) as e:
         raise OverlayError(f"{path}: not a valid pin file ({e!r})") from e
-    for wheel in pin.wheels:
-        if not re.fullmatch(r"[0-9a-f]{64}", wheel.sha256):
-            raise OverlayError(f"{path}: sha256 of {wheel.tag} is not 64 hex digits")
     return pin
+
+
+def parse_wheels(table: dict[str, str], where: str) -> tuple[WheelPin, ...]:
+    """A `"tag" = "sha256"` table of the pin file, every hash checked to be one."""
+    wheels = tuple(WheelPin(tag, sha.lower()) for tag, sha in table.items())
+    for wheel in wheels:
+        if not re.fullmatch(r"[0-9a-f]{64}", wheel.sha256):
+            raise OverlayError(f"{where}: sha256 of {wheel.tag} is not 64 hex digits")
+    return wheels
 
 
 def _glibc_version() -> tuple[int, int] | None:

@@ -16,6 +16,7 @@ from typing import Any
 from .drift import ALREADY_UPSTREAM, RECORD_FILE
 from .errors import OverlayError
 from .series import Patch
+from .upstream import version_key
 
 START, END = "<!-- patch-table:start -->", "<!-- patch-table:end -->"
 
@@ -26,12 +27,8 @@ def upstream_prs(patch: Patch) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"pytorch/pytorch#(\d+)", match.group(1))) if match else ()
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version))
-
-
 def first_release_with_fix(drift: dict[str, Any], patch: Patch) -> str:
-    checked = sorted(drift, key=_version_key)
+    checked = sorted(drift, key=version_key)
     for version in checked:
         verdicts = {p["file"]: p["verdict"] for p in drift[version]["patches"]}
         if verdicts.get(patch.path.name) == ALREADY_UPSTREAM:

@@ -16,13 +16,10 @@ from pathlib import Path
 
 from .base import Base, link_or_copy
 from .progress import Progress
-from .series import TEST_DIR, WHEEL_PACKAGES
+from .series import TEST_DIR
+from .tree import package_files
 
 COMPLETE = ".stock-complete"  # holds the wheel's sha256; a tree without it is unfinished
-
-
-def stock_files(base: Base) -> list[str]:
-    return [f for f in base.text_files + base.binary_files if f.split("/", 1)[0] in WHEEL_PACKAGES]
 
 
 def ensure_stock_tree(base: Base, dest: Path) -> Path:
@@ -32,7 +29,7 @@ def ensure_stock_tree(base: Base, dest: Path) -> Path:
         return dest
     partial = dest.with_name(dest.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
-    files = stock_files(base)
+    files = package_files(base)
     progress = Progress(f"linking stock torch {base.version}", total=len(files), unit="files")
     for name in files:
         out = partial / name

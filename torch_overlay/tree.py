@@ -165,8 +165,13 @@ def _in_tree(path: str) -> bool:
     return path.split("/", 1)[0] in WHEEL_PACKAGES
 
 
+def package_files(base: Base) -> list[str]:
+    """The base's files under `torch/`, `torchgen/`, `functorch/` (not its dist-info)."""
+    return [f for f in base.text_files + base.binary_files if _in_tree(f)]
+
+
 def _populate(base: Base, dest: Path) -> None:
-    files = [f for f in base.text_files + base.binary_files if _in_tree(f)]
+    files = package_files(base)
     progress = Progress("materialising tree", total=len(files), unit="files")
     for name in files:
         src, out = base.extracted / name, dest / name

@@ -27,27 +27,22 @@ from pathlib import Path
 from . import base as base_mod
 from .base import Base
 from .errors import OverlayError
-from .pin import Pin, WheelPin, tag_matches_interpreter
+from .pin import Pin, WheelPin, parse_wheels, tag_matches_interpreter
 
 
 def load_release_pins(pin_file: Path) -> dict[str, tuple[WheelPin, ...]]:
     try:
         table = tomllib.loads(pin_file.read_text()).get("upstream", {}).get("wheels", {})
-        pins = {v: tuple(WheelPin(tag, sha.lower()) for tag, sha in tags.items()) for v, tags in table.items()}
     except (OSError, tomllib.TOMLDecodeError, AttributeError) as e:
         raise OverlayError(f"{pin_file}: invalid [upstream.wheels] table ({e!r})") from e
-    for version, wheels in pins.items():
-        for wheel in wheels:
-            if not re.fullmatch(r"[0-9a-f]{64}", wheel.sha256):
-                raise OverlayError(f"{pin_file}: sha256 of torch {version} ({wheel.tag}) is not 64 hex digits")
-    return pins
+    return {v: parse_wheels(tags, f'{pin_file} [upstream.wheels."{v}"]') for v, tags in table.items()}
 
 
 def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
     """The pin of an upstream release and its wheel for this interpreter, or a clear error."""
     pins = load_release_pins(pin_file)
     if version not in pins:
-        known = ", ".join(sorted(pins, key=_version_key)) or "none"
+        known = ", ".join(sorted(pins, key=version_key)) or "none"
         raise OverlayError(
             f"torch {version} is not pinned in {pin_file.name} [upstream.wheels] (pinned: {known}). "
             f'Add `[upstream.wheels."{version}"]` with the wheel tag and the sha256 PyPI lists for it.'
@@ -59,43 +54,12 @@ def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
     return pin, pin.wheel_for_this_interpreter()  # raises, listing the pinned tags
 
 
-def _version_key(version: str) -> tuple[int, ...]:
+def version_key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version))
 
 
-def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
-    """The verified release wheel in the cache (under the name `base.load` looks for)."""
-    target = base_mod.wheel_path(cache_dir, pin, wheel)
-    if target.exists():
-        base_mod.verify(target, wheel.sha256)
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
-        _pip_download(pin.version, wheel.tag, Path(tmp))
-        found = sorted(Path(tmp).glob(f"torch-{pin.version}-*{wheel.tag}.whl"))
-        if not found:
-            raise OverlayError(f"pip did not produce a torch {pin.version} wheel for {wheel.tag}")
-        base_mod.verify(found[0], wheel.sha256)
-        os.replace(found[0], target)
-    return target
-
-
-def _pip_download(version: str, tag: str, dest: Path) -> None:
-    python_tag, abi, platform_tag = tag.split("-", 2)
-    # `===` (arbitrary equality): `==2.13.0` also matches local builds such as `2.13.0+cpu`,
-    # which a machine's find-links may offer; only the exact release is wanted here.
-    cmd = [
-        sys.executable, "-m", "pip", "download", f"torch==={version}", "--no-deps", "--only-binary=:all:",
-        "--implementation", python_tag[:2], "--python-version", python_tag[2:], "--abi", abi,
-        "--platform", platform_tag, "--dest", str(dest), "--no-cache-dir",
-    ]
-    print(f"fetching torch=={version} ({tag}) with pip ...", file=sys.stderr, flush=True)
-    if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
-        raise OverlayError(f"pip could not download torch=={version} for {tag}")
-
-
 def load_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
-    fetch(cache_dir, pin, wheel)
+    base_mod.fetch(cache_dir, pin, wheel)
     return base_mod.load(cache_dir, pin, wheel)
 
 
@@ -149,7 +113,7 @@ def ensure_deps(cache_dir: Path, release: Base) -> Path | None:
 
 def remove_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> None:
     """Delete what `load_release` and `ensure_deps` put in the cache, finished or interrupted."""
-    extracted = cache_dir / "base" / wheel.sha256[:16]
+    extracted = base_mod.extraction_dir(cache_dir, wheel)
     deps = cache_dir / "upstream-deps" / wheel.sha256[:16]
     for path in (extracted, deps):
         shutil.rmtree(path, ignore_errors=True)
