@@ -8,6 +8,8 @@ see with PYTHONPATH.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -18,7 +20,8 @@ from torch.testing._internal.common_utils import TestCase, run_tests
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n"}
 
 # A regression test for the `double` bug; the second test checks that every run gets its own
-# empty inductor cache (it leaves a file behind, which a shared cache would show next time).
+# empty inductor cache (it leaves a file behind, which a shared cache would show next time) and
+# no CI flag (torch.testing would then demand xmlrunner).
 DOUBLE_TEST = '''\
 import os
 import unittest
@@ -31,6 +34,7 @@ class TestDouble(unittest.TestCase):
         self.assertEqual(torch.arith.double(2), 4)
 
     def test_own_inductor_cache(self):
+        self.assertNotIn("CI", os.environ)
         cache = os.environ["TORCHINDUCTOR_CACHE_DIR"]
         self.assertEqual(os.listdir(cache), [])
         open(os.path.join(cache, "written"), "w").close()
@@ -75,6 +79,13 @@ class TestVerify(TestCase):
     def verify(self, *args: str):
         result = self.p.tool("verify", *args, check=False)
         return result
+
+    def test_runs_under_a_ci_system(self) -> None:
+        self.add_fix()
+        self.p.tool("export")
+        result = subprocess.run([sys.executable, "-m", "torch_overlay", "verify"], cwd=self.p.root,
+                                env=dict(self.p.env(), CI="true"), capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 
     def test_fix_with_catching_test_is_ok_and_stock_tree_is_removed(self) -> None:
         self.add_fix()
