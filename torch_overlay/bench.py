@@ -10,6 +10,10 @@ of the medians of N repetitions. Parts:
   wheel      `build_wheel` (raw member copy) vs a naive zipfile re-deflate of the same content;
              sha256 of every build (they must all be equal)
   recompile  a compiled optimizer-style step, 20 learning rates, on stock 2.9.1 and the overlay
+  training   a compiled training loop (MLP, cross-entropy, optimizer + StepLR, 100 steps,
+             foreach both ways) on stock and the overlay: compiles, time, parameters vs eager
+  floats     the float-parameter catalog of inductor/test_float_param_specialization on stock
+             and the overlay: per program, results equal to eager for 5 values, and compiles
   openreg    OpenReg cold build (fresh build dir) and unchanged rebuild
   suite      `python test/run_test.py` wall time and slowest files (slow: only with --all/--only)
 
@@ -47,8 +51,13 @@ from .pin import Pin, load_pin
 from .project import Project
 from .series import local_tag, read_series
 
-PARTS = ("tree", "wheel", "recompile", "openreg", "suite")
-DEFAULT_PARTS = ("tree", "wheel", "recompile", "openreg")  # the suite takes many minutes
+PARTS = ("tree", "wheel", "recompile", "training", "floats", "openreg", "suite")
+# The suite and the float catalog take many minutes each.
+DEFAULT_PARTS = ("tree", "wheel", "recompile", "training", "openreg")
+PROGRAMS_DIR = Path(__file__).resolve().parent / "programs"
+TRAINING_OPTIMIZERS = ("SGD", "AdamW")
+TRAINING_STEPS = 100
+FLOAT_CATALOG = "test/inductor/test_float_param_specialization.py"
 SCHEMA = 1
 RESULTS_FILE = "results.json"
 CHART_FILE = "bench.png"
@@ -407,20 +416,24 @@ print(json.dumps({"torch": torch.__version__, "torch_file": torch.__file__,
 """
 
 
-def run_step(tree: Path, form: str, steps: int) -> Json:
+def run_under(tree: Path, args: Sequence[str], what: str) -> Json:
+    """Run a program (`python ARGS`) under the torch in `tree`; its last stdout line is JSON."""
     with tempfile.TemporaryDirectory(prefix="bench-inductor-") as cache:
         # Inductor's caches are shared between processes by default: each run gets its own, so
         # neither side can answer the other's compiles.
         env = dict(os.environ, PYTHONPATH=str(tree), TORCHINDUCTOR_CACHE_DIR=cache,
                    TRITON_CACHE_DIR=str(Path(cache) / "triton"))
-        proc = subprocess.run([sys.executable, "-c", RECOMPILE_SCRIPT, form, str(steps)],
-                              env=env, cwd=cache, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, *args], env=env, cwd=cache, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise OverlayError(f"compiled step ({form}) under {tree} failed:\n{proc.stderr.strip()[-2000:]}")
+        raise OverlayError(f"{what} under {tree} failed:\n{proc.stderr.strip()[-2000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
-    if not Path(result["torch_file"]).resolve().is_relative_to(tree.resolve()):
+    if "torch_file" in result and not Path(result["torch_file"]).resolve().is_relative_to(tree.resolve()):
         raise OverlayError(f"PYTHONPATH={tree} imported torch from {result['torch_file']}")
     return result
+
+
+def run_step(tree: Path, form: str, steps: int) -> Json:
+    return run_under(tree, ["-c", RECOMPILE_SCRIPT, form, str(steps)], f"compiled step ({form})")
 
 
 def bench_recompile(ws: Workspace, repeat: int, steps: int = RECOMPILE_STEPS) -> Json:
@@ -449,6 +462,69 @@ def bench_recompile(ws: Workspace, repeat: int, steps: int = RECOMPILE_STEPS) ->
             target(f"{form}: stock / overlay time", entry["stock_over_overlay"], ">=", 5),
         ]
     part["targets"] = targets
+    return part
+
+
+# -- part: training -----------------------------------------------------------------------------
+
+def bench_training(ws: Workspace, repeat: int, steps: int = TRAINING_STEPS) -> Json:
+    trees = {"stock": ws.stock_tree(), "overlay": ws.warm_project().tree_dir}
+    program = str(PROGRAMS_DIR / "training_loop.py")
+    part: Json = {"steps": steps, "scheduler": "StepLR(step_size=10, gamma=0.7)", "runs": {}}
+    targets = []
+    for optimizer in TRAINING_OPTIMIZERS:
+        for foreach in (0, 1):
+            name = f"{optimizer} foreach={bool(foreach)}"
+            entry: Json = {}
+            for side, tree in trees.items():
+                results = []
+                for i in range(repeat):
+                    log(f"training {i + 1}/{repeat}: {name} on {side}")
+                    args = [program, "--optimizer", optimizer, "--foreach", str(foreach), "--steps", str(steps)]
+                    results.append(run_under(tree, args, f"training loop ({name})"))
+                entry[side] = {
+                    "torch": results[0]["torch"], "compiles": [r["compiles"] for r in results],
+                    **summarize([r["seconds"] for r in results]),
+                    "equal_to_eager": all(r["equal_to_eager"] for r in results),
+                    "max_abs_diff": max(r["max_abs_diff"] for r in results),
+                }
+            entry["stock_over_overlay"] = ratio(entry["stock"]["median_s"], entry["overlay"]["median_s"])
+            part["runs"][name] = entry
+            targets += [
+                target(f"training {name}: overlay equal to eager", entry["overlay"]["equal_to_eager"], "==", True),
+                target(f"training {name}: overlay compiles <= stock",
+                       max(entry["overlay"]["compiles"]) <= max(entry["stock"]["compiles"]), "==", True),
+            ]
+    part["targets"] = targets
+    return part
+
+
+# -- part: floats -------------------------------------------------------------------------------
+
+def bench_floats(ws: Workspace) -> Json:
+    """Every program of the float catalog, on both sides: is each of 5 values computed as eager
+    computes it, and how many compiles did it take (the test file's own --worker mode)."""
+    overlay = ws.warm_project().tree_dir
+    trees = {"stock": ws.stock_tree(), "overlay": overlay}
+    catalog = str(overlay / FLOAT_CATALOG)
+    values = "[0.5, 0.75, 1.25, 1.5, 0.3]"
+    sides = {}
+    for side, tree in trees.items():
+        log(f"floats: the whole catalog on {side} (many minutes)")
+        sides[side] = run_under(tree, [catalog, "--worker", "cpu", values], f"float catalog on {side}")
+    programs = {
+        name: {side: {"eager_equal": not sides[side][name][0], "wrong_values": sides[side][name][0],
+                      "compiles": sides[side][name][1]} for side in trees}
+        for name in sides["overlay"]
+    }
+    regressed = [n for n, p in programs.items() if p["stock"]["eager_equal"] and not p["overlay"]["eager_equal"]]
+    part: Json = {
+        "values": json.loads(values), "programs": programs,
+        "stale_on_stock": sorted(n for n, p in programs.items() if not p["stock"]["eager_equal"]),
+        "stale_on_overlay": sorted(n for n, p in programs.items() if not p["overlay"]["eager_equal"]),
+        "regressed": regressed,
+    }
+    part["targets"] = [target("float catalog: programs stale on the overlay", len(part["stale_on_overlay"]), "==", 0)]
     return part
 
 
@@ -582,6 +658,26 @@ def markdown_table(results: Json) -> str:
                 "<= 2 compiles, >= 5x",
                 "yes" if ok[f"{form}: overlay compiles"] == ok[f"{form}: stock / overlay time"] == "yes" else "**no**",
             ))
+    if "training" in parts:
+        t = parts["training"]
+        for name, entry in t["runs"].items():
+            s, o = entry["stock"], entry["overlay"]
+            rows.append((
+                f"Compiled training loop, {t['steps']} steps, {name} + {t['scheduler']}: stock vs overlay",
+                f"{max(s['compiles'])} vs {max(o['compiles'])} compiles; {_cell(s['median_s'])} vs "
+                f"{_cell(o['median_s'])}; equal to eager: {'yes' if s['equal_to_eager'] else 'no'} / "
+                f"{'yes' if o['equal_to_eager'] else 'no'}",
+                "equal to eager, compiles <= stock",
+                "yes" if ok[f"training {name}: overlay equal to eager"] == "yes"
+                and ok[f"training {name}: overlay compiles <= stock"] == "yes" else "**no**",
+            ))
+    if "floats" in parts:
+        f = parts["floats"]
+        rows.append((
+            f"Float catalog ({len(f['programs'])} programs x {len(f['values'])} values): stale on stock / overlay",
+            f"{len(f['stale_on_stock'])} / {len(f['stale_on_overlay'])}", "0 on the overlay",
+            ok["float catalog: programs stale on the overlay"],
+        ))
     if "openreg" in parts:
         g = parts["openreg"]
         rows += [
@@ -683,6 +779,8 @@ def measure(project: Project, pin: Pin, parts: Sequence[str], repeat: int, workd
         "tree": lambda ws: bench_tree(ws, repeat),
         "wheel": lambda ws: bench_wheel(ws, repeat),
         "recompile": lambda ws: bench_recompile(ws, repeat),
+        "training": lambda ws: bench_training(ws, repeat),
+        "floats": bench_floats,
         "openreg": lambda ws: bench_openreg(ws, repeat),
         "suite": lambda ws: bench_suite(project),
     }
