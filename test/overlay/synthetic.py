@@ -12,6 +12,8 @@ import hashlib
 import os
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -128,3 +130,27 @@ class SyntheticProject:
 
     def series(self) -> list[str]:
         return (self.root / "patches" / "series").read_text().split()
+
+
+def wait_for_line(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> str:
+    """Read `proc`'s stderr until a line contains `text` (what was read); fail at the deadline.
+
+    A thread does the reading so that the deadline holds even if the process prints nothing.
+    """
+    assert proc.stderr is not None
+    seen: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            seen.append(line)
+            if text in line:
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not found.wait(0.05):
+        if time.monotonic() > deadline or (proc.poll() is not None and not found.wait(1.0)):
+            raise AssertionError(f"no line with {text!r} from pid {proc.pid}; read so far:\n{''.join(seen)}")
+    return "".join(seen)
