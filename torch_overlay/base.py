@@ -75,7 +75,17 @@ def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
     if target.exists():
         verify(target, wheel.sha256)
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    with build_lock(target.parent):  # one download at a time; the others then find the file
+        if target.exists():
+            verify(target, wheel.sha256)
+        else:
+            _download(pin, wheel, target)
+    return target
+
+
+def _download(pin: Pin, wheel: WheelPin, target: Path) -> None:
+    for stale in target.parent.glob(".download-*"):  # left by a killed run (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
     # Downloading straight into the cache by hand is a valid retry: the file is verified on use.
     retry = (
         "Check the network and the package index configuration (`pip config list`), then retry, "
@@ -94,7 +104,6 @@ def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
         verify(found[0], wheel.sha256, f"The package index served another file than the pinned one. {retry}")
         fault_point("fetch")
         os.replace(found[0], target)
-    return target
 
 
 def _pip_command(version: str, tag: str, dest: Path) -> list[str]:

@@ -6,8 +6,9 @@ power cut or the OOM killer), `stop` (SIGSTOP, so a test can start a second proc
 holds its lock, then SIGCONT it) or an errno name such as `ENOSPC`, raised as that OSError.
 
 Steps: `fetch` (download verified, not yet in the cache), `extract` (after each member of the
-base wheel), `populate` (after each file copied into a new tree), `apply` (after each patch
-committed), `export` (after each patch file written), `wheel` (after each wheel member),
+base wheel), `populate` (after each file copied into a new tree, then once more when it is complete but not
+yet in place), `apply` (after each patch is committed, before the tree's record says so),
+`export` (after each patch file is written), `wheel` (after each wheel member),
 `openreg` (after configuring, before building).
 Unset, a fault point costs one dictionary lookup.
 """

@@ -18,7 +18,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -291,10 +290,10 @@ def _apply(tree: Path, record: TreeRecord, patch: Patch, rest: list[Patch]) -> N
     if result.returncode != 0:
         _stop_at(tree, record, [patch, *rest])
         raise OverlayError(_apply_failure(tree, patch, result.stdout + result.stderr))
+    fault_point("apply")  # committed, not yet recorded: the commit is the bot's, not lost work
     record.applied.append((patch.path.name, patch.sha256()))
     record.head = git.out(tree, "rev-parse", "HEAD")
     record.write(tree)
-    fault_point("apply")
 
 
 def _stop_at(tree: Path, record: TreeRecord, rest: list[Patch]) -> None:
@@ -364,15 +363,17 @@ def export(project: Project) -> list[Path]:
         project.patches_dir.mkdir(exist_ok=True)
         # The record's list covers a previous export killed before it removed stale files.
         old = {p.path.name for p in read_series(project.patches_dir)} | {name for name, _ in record.applied}
-        with tempfile.TemporaryDirectory(dir=project.build_dir) as tmp:
-            git.run(
-                tree, "format-patch", "--zero-commit", "--no-signature", "--no-numbered", "--abbrev=12",
-                "--filename-max-length=64", "-o", tmp, f"{record.base_commit}..HEAD",
-            )
-            produced = sorted(Path(tmp).iterdir())
-            for path in produced:
-                os.replace(path, project.patches_dir / path.name)
-                fault_point("export", project.patches_dir / path.name)
+        scratch = project.build_dir / "export.partial"  # fixed name: a killed export's is reused
+        shutil.rmtree(scratch, ignore_errors=True)
+        git.run(
+            tree, "format-patch", "--zero-commit", "--no-signature", "--no-numbered", "--abbrev=12",
+            "--filename-max-length=64", "-o", str(scratch), f"{record.base_commit}..HEAD",
+        )
+        produced = sorted(scratch.iterdir())
+        for path in produced:
+            os.replace(path, project.patches_dir / path.name)
+            fault_point("export", project.patches_dir / path.name)
+        scratch.rmdir()
         names = [p.name for p in produced]
         listing = series_file(project.patches_dir)
         listing.with_suffix(".tmp").write_text("".join(f"{n}\n" for n in names))

@@ -94,9 +94,9 @@ class SyntheticProject:
         env = dict(os.environ, TORCH_OVERLAY_CACHE=str(self.cache), PYTHONPATH=str(REPO))
         return env
 
-    def tool(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def tool(self, *args: str, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "torch_overlay", *args], cwd=self.root, env=self.env(),
+            [sys.executable, "-m", "torch_overlay", *args], cwd=self.root, env=dict(self.env(), **env),
             text=True, capture_output=True,
         )
         if check and result.returncode != 0:
