@@ -148,7 +148,7 @@ def _extract(wheel: Path, dest: Path) -> dict[str, str]:
             os.chmod(out, mode or 0o644)
             kinds[member.filename] = "text" if _is_text(head, member.filename) else "binary"
             progress.advance(member.file_size)
-            fault_point("extract")
+            fault_point("extract", out)
         progress.done()
     return kinds
 

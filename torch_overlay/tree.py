@@ -37,6 +37,10 @@ BRANCH = "main"
 BASE_DATE = "2025-11-12T00:00:00+00:00"
 
 
+class CorruptRecord(ToolError):
+    """The tree's record cannot be read: only a rebuild (`--force`) can replace it."""
+
+
 @dataclass
 class TreeRecord:
     base_sha256: str
@@ -58,10 +62,10 @@ class TreeRecord:
             if not all(isinstance(v, str) for v in (record.base_sha256, record.base_commit, record.head)):
                 raise TypeError("commit and hash fields must be strings")
         except (ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
-            raise ToolError(
-                f"{path} is corrupt ({type(e).__name__}: {e}); save any unexported work in {tree} "
-                f"(`git -C {tree} format-patch -o SOMEWHERE ROOT..HEAD`), then delete {path.name} and "
-                "run `python -m torch_overlay tree --force`"
+            raise CorruptRecord(
+                f"{path} is corrupt ({type(e).__name__}: {e}); save any unexported commits (`git -C {tree} "
+                f"format-patch -o SAVED $(git -C {tree} rev-list --max-parents=0 HEAD)..HEAD`), then rebuild "
+                "with `python -m torch_overlay tree --force`"
             ) from None
         return record
 
@@ -145,7 +149,12 @@ def materialise(project: Project, base: Base, *, force: bool = False) -> TreeRec
     check_wheel_buildable(patches)
     tree = project.tree_dir
     with build_lock(project.build_dir):
-        record = TreeRecord.read(tree) if (tree / ".git").exists() else None
+        try:
+            record = TreeRecord.read(tree) if (tree / ".git").exists() else None
+        except CorruptRecord:
+            if not force:
+                raise
+            record = None  # --force: rebuilt from scratch
         if is_fresh(record, base, patches):
             _write_generated(tree, base, patches)
             return record  # type: ignore[return-value]
