@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -80,6 +81,15 @@ class SyntheticProject:
         (self.root / "patches" / "series").write_text("")
         self.wheel = make_wheel(self.cache / "wheels", extra)
         self.write_pin(sha256(self.wheel))
+
+    def copy(self, dest: Path) -> "SyntheticProject":
+        """The same project and cache under `dest` (cheaper than building a prepared tree again)."""
+        clone = object.__new__(SyntheticProject)
+        clone.root, clone.cache = dest / "project", dest / "cache"
+        clone.wheel = clone.cache / self.wheel.relative_to(self.cache)
+        shutil.copytree(self.root, clone.root, symlinks=True)
+        shutil.copytree(self.cache, clone.cache, symlinks=True)
+        return clone
 
     def write_pin(self, sha: str) -> None:
         (self.root / "overlay.toml").write_text(

@@ -46,18 +46,30 @@ def leftovers(*roots: Path) -> list[str]:
 
 
 class FaultTestCase(TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls._template_dir = tempfile.TemporaryDirectory()
+        p = SyntheticProject(Path(cls._template_dir.name), extra=MODULES)
+        p.tool("tree")
+        for i in range(3):
+            p.commit_edit(f"torch/mod{i}.py", f"VALUE = {i}", f"VALUE = {i + 10}", f"[mod] Bump mod{i}")
+        p.tool("export")
+        shutil.rmtree(p.root / "build")
+        p.tool("tree")  # `git am` commits hash the same on every build: the reference
+        cls.template = p
+        cls.head = p.git("rev-parse", "HEAD").strip()
+        cls.tree_digest = digest(p.tree)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls._template_dir.cleanup()
+        super().tearDownClass()
+
     def setUp(self) -> None:
         super().setUp()
         self._tmp = tempfile.TemporaryDirectory()
-        self.p = SyntheticProject(Path(self._tmp.name), extra=MODULES)
-        self.p.tool("tree")
-        for i in range(3):
-            self.p.commit_edit(f"torch/mod{i}.py", f"VALUE = {i}", f"VALUE = {i + 10}", f"[mod] Bump mod{i}")
-        self.p.tool("export")
-        shutil.rmtree(self.p.root / "build")
-        self.p.tool("tree")  # `git am` commits hash the same on every build: the reference
-        self.head = self.p.git("rev-parse", "HEAD").strip()
-        self.tree_digest = digest(self.p.tree)
+        self.p = self.template.copy(Path(self._tmp.name))
 
     def tearDown(self) -> None:
         self._tmp.cleanup()

@@ -32,15 +32,27 @@ def snapshot(p: SyntheticProject) -> tuple[str, str, str]:
 
 
 class TestNoCommandLosesWork(TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls._template_dir = tempfile.TemporaryDirectory()
+        p = SyntheticProject(Path(cls._template_dir.name))
+        p.tool("tree")
+        p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
+        p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")
+        p.add_test_file("torch/extra.py", "EXTRA = 1\n", "[ops] Add extra")
+        p.tool("export")
+        cls.template = p
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls._template_dir.cleanup()
+        super().tearDownClass()
+
     def setUp(self) -> None:
         super().setUp()
         self._tmp = tempfile.TemporaryDirectory()
-        self.p = SyntheticProject(Path(self._tmp.name))
-        self.p.tool("tree")
-        self.p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
-        self.p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")
-        self.p.add_test_file("torch/extra.py", "EXTRA = 1\n", "[ops] Add extra")
-        self.p.tool("export")
+        self.p = self.template.copy(Path(self._tmp.name))
 
     def tearDown(self) -> None:
         self._tmp.cleanup()
