@@ -8,7 +8,7 @@ holds its lock, then SIGCONT it) or an errno name such as `ENOSPC`, raised as th
 Steps: `fetch` (download verified, not yet in the cache), `extract` (after each member of the
 base wheel), `populate` (after each file copied into a new tree, then once more when it is complete but not
 yet in place), `apply` (after each patch is committed, before the tree's record says so),
-`export` (after each patch file is written), `wheel` (after each wheel member),
+`export` (after each patch file is written, then after the series), `wheel` (after each wheel member),
 `openreg` (after configuring, before building).
 Unset, a fault point costs one dictionary lookup.
 """

@@ -387,6 +387,7 @@ def export(project: Project) -> list[Path]:
         listing = series_file(project.patches_dir)
         listing.with_suffix(".tmp").write_text("".join(f"{n}\n" for n in names))
         os.replace(listing.with_suffix(".tmp"), listing)
+        fault_point("export", listing)
         for stale in old - set(names):
             (project.patches_dir / stale).unlink(missing_ok=True)
         patches = read_series(project.patches_dir)

@@ -9,6 +9,7 @@ a sound git repository (`git fsck`) and no temporary file left behind.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -23,6 +24,21 @@ from torch.testing._internal.common_utils import TestCase, run_tests
 
 KILLED = -signal.SIGKILL
 MODULES = {f"torch/mod{i}.py": f"VALUE = {i}\n".encode() for i in range(20)}
+MODULES["torch/arith.py"] = b"def double(x):\n    return x + x + 1\n"
+DOUBLE_TEST = """\
+import unittest
+
+import torch.arith
+
+
+class TestDouble(unittest.TestCase):
+    def test_double(self):
+        self.assertEqual(torch.arith.double(2), 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
 
 
 def digest(root: Path) -> str:
@@ -54,6 +70,8 @@ class FaultTestCase(TestCase):
         p.tool("tree")
         for i in range(3):
             p.commit_edit(f"torch/mod{i}.py", f"VALUE = {i}", f"VALUE = {i + 10}", f"[mod] Bump mod{i}")
+        p.commit_files({"torch/arith.py": "def double(x):\n    return x + x\n", "test/arith/test_double.py": DOUBLE_TEST},
+                       "[arith] Fix double")
         p.tool("export")
         shutil.rmtree(p.root / "build")
         p.tool("tree")  # `git am` commits hash the same on every build: the reference
@@ -121,16 +139,16 @@ class TestKilledAndRecovered(FaultTestCase):
         self.assertEqual(self.p.git("log", "-1", "--format=%s").strip(), "[mod] Bump mod1")
 
     def test_mid_export_then_export_again(self) -> None:
-        # Reword the first patch: export renames its file and drops the old name.
-        self.p.git("-c", "core.editor=true", "rebase", "-q", "--exec", "true", "HEAD~3")
-        self.p.git("checkout", "-q", "-B", "main")
-        self.p.git("commit", "-q", "--amend", "-m", "[mod] Bump mod2, reworded")
+        # Reword the last patch: export renames its file and must drop the old name.
+        self.p.git("commit", "-q", "--amend", "-m", "[arith] Fix double, reworded")
         before = self.p.series()
         self.kill_at("export:1", "export")
         self.assertEqual(self.p.series(), before)  # the series file is replaced in one step
+        self.kill_at("export:5", "export")  # the new series is written, the stale file not removed
+        self.assertIn(before[3], [p.name for p in (self.p.root / "patches").iterdir()])
         self.p.tool("export")
         series = self.p.series()
-        self.assertEqual(series[2], "0003-mod-Bump-mod2-reworded.patch")
+        self.assertEqual(series[3], "0004-arith-Fix-double-reworded.patch")
         on_disk = sorted(p.name for p in (self.p.root / "patches").glob("*.patch"))
         self.assertEqual(on_disk, sorted(series))  # the stale name is gone
         exported = {n: (self.p.root / "patches" / n).read_bytes() for n in series}
@@ -203,6 +221,22 @@ class TestConcurrency(FaultTestCase):
         self.assertEqual(wheel.returncode, 0, stderr)
         self.assertIn("+ovl2.g", Path(stdout.strip()).name)
         self.assertEqual(self.p.git("log", "-1", "--format=%s").strip(), "[mod] Bump mod1")
+
+    def test_verify_while_the_tree_rebuilds_waits_then_proves_the_new_series(self) -> None:
+        series = self.p.series()
+        (self.p.root / "patches" / "series").write_text(f"{series[0]}\n{series[3]}\n")
+        rebuild = self.stopped_at("apply:1", "tree")
+        verify = self.start("verify", "--json")
+        wait_for_line(verify, "waiting for")
+        rebuild.send_signal(signal.SIGCONT)
+        rebuild.communicate(timeout=120)
+        self.assertEqual(rebuild.returncode, 0)
+        stdout, stderr = verify.communicate(timeout=300)
+        self.assertEqual(verify.returncode, 1, stderr)  # 0001 carries no test: its proof fails
+        verdicts = {p["id"]: p["verdict"] for p in json.loads(stdout)["patches"]}
+        self.assertEqual(verdicts["0004"], "ok")
+        self.assertEqual(set(verdicts), {"0001", "0004"})
+        self.assertEqual(self.p.git("log", "-1", "--format=%s").strip(), "[arith] Fix double")
 
 
 if __name__ == "__main__":
