@@ -183,18 +183,58 @@ class TestKilledAndRecovered(FaultTestCase):
         self.assertEqual(leftovers(self.p.cache), [])
 
 
+class TestOpenRegKilled(TestCase):
+    def test_killed_after_configuring_then_rebuilt(self) -> None:
+        build_dir = REPO / "build" / "openreg"  # the runner's build: configured before the suites run
+        if not (build_dir / "build.ninja").exists():
+            self.skipTest("OpenReg is not built here yet (test/run_test.py builds it first)")
+        import torch
+
+        cmd = [sys.executable, "-m", "torch_overlay.openreg", "--torch-dir", str(Path(torch.__file__).parent),
+               "--build-dir", str(build_dir), "--quiet"]
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        killed = subprocess.run(cmd, env=dict(env, TORCH_OVERLAY_FAULT="openreg"), capture_output=True, text=True)
+        self.assertEqual(killed.returncode, KILLED, killed.stderr)
+        again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertTrue((Path(again.stdout.strip()) / "torch_openreg" / "lib" / "libtorch_openreg.so").exists())
+
+
 class TestConcurrency(FaultTestCase):
     def start(self, *args: str, **env: str) -> subprocess.Popen[str]:
-        return subprocess.Popen([sys.executable, "-m", "torch_overlay", *args], cwd=self.p.root,
-                                env=dict(self.p.env(), **env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        """The tool's command line with `args`, running in the background."""
+        return self.spawn("-m", "torch_overlay", *args, **env)
 
-    def stopped_at(self, fault: str, *args: str) -> subprocess.Popen[str]:
-        """A run of the tool stopped (SIGSTOP) at `fault`, holding whatever locks it holds there."""
-        proc = self.start(*args, TORCH_OVERLAY_FAULT=f"{fault}:stop")
+    def spawn(self, *args: str, **env: str) -> subprocess.Popen[str]:
+        return subprocess.Popen([sys.executable, *args], cwd=self.p.root, env=dict(self.p.env(), **env),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def stopped_at(self, fault: str, *args: str, tool: bool = True) -> subprocess.Popen[str]:
+        """A run stopped (SIGSTOP) at `fault`, holding whatever locks it holds there."""
+        env = {"TORCH_OVERLAY_FAULT": f"{fault}:stop"}
+        proc = self.start(*args, **env) if tool else self.spawn(*args, **env)
         _, status = os.waitpid(proc.pid, os.WUNTRACED)  # returns once it has stopped itself
         self.assertTrue(os.WIFSTOPPED(status), f"{args} ended before reaching {fault}")
         return proc
+
+    def test_two_editable_installs_at_once_prepare_one_tree(self) -> None:
+        """What `pip install -e .` runs (setup.py's prepare), from two venvs at once: one waits."""
+        shutil.rmtree(self.p.root / "build")
+        shutil.rmtree(self.p.cache / "base")
+        prepare = ("import sys; from pathlib import Path; from torch_overlay.editable import prepare; "
+                   "print(prepare(Path(sys.argv[1])).version)")
+        first = self.stopped_at("populate:3", "-c", prepare, str(self.p.root), tool=False)
+        second = self.spawn("-c", prepare, str(self.p.root))
+        wait_for_line(second, "waiting for")
+        first.send_signal(signal.SIGCONT)
+        versions = set()
+        for proc in (first, second):
+            out, err = proc.communicate(timeout=120)
+            self.assertEqual(proc.returncode, 0, err)
+            versions.add(out.strip())
+        self.assertEqual(len(versions), 1)
+        self.assertRegex(versions.pop(), r"^2\.9\.1\+ovl4\.g[0-9a-f]{8}$")
+        self.assert_recovered()
 
     def test_two_builds_at_once_one_waits(self) -> None:
         shutil.rmtree(self.p.root / "build")
