@@ -236,7 +236,7 @@ class TestBadInput(TreeTestCase):
     def test_second_build_waits_on_the_lock(self) -> None:
         with build_lock(self.p.root / "build"):
             proc = subprocess.Popen([sys.executable, "-m", "torch_overlay", "tree"], cwd=self.p.root,
-                                    env=self.p.env(), stderr=subprocess.PIPE, text=True)
+                                    env=self.p.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             seen = wait_for_line(proc, "waiting for")
             self.assertIsNone(proc.poll(), "the second build must wait")
         _, stderr = proc.communicate(timeout=120)
