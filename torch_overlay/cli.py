@@ -184,8 +184,8 @@ def _os_failure(error: OSError) -> str:
         return (f"no space left on the device writing{where}; nothing was half-written: free some space "
                 f"(or move the base cache with {CACHE_ENV}) and run the command again")
     if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return (f"cannot write{where}: {error.strerror}; make it writable, or point {CACHE_ENV} "
-                "at a writable directory for the base cache")
+        return (f"cannot write{where}: {error.strerror}; make it writable (the base cache can move: "
+                f"point {CACHE_ENV} at a writable directory)")
     return f"{error.strerror or error}:{where}"
 
 

@@ -59,8 +59,11 @@ class TreeRecord:
             data = json.loads(path.read_text())
             data["applied"] = [(str(name), str(sha)) for name, sha in data["applied"]]
             record = cls(**data)
-            if not all(isinstance(v, str) for v in (record.base_sha256, record.base_commit, record.head)):
-                raise TypeError("commit and hash fields must be strings")
+            commits = (record.base_commit, record.head or record.base_commit)
+            if not all(isinstance(c, str) and re.fullmatch(r"[0-9a-f]{40}", c) for c in commits):
+                raise ValueError("base_commit and head must be full commit hashes")
+            if not isinstance(record.base_sha256, str):
+                raise TypeError("base_sha256 must be a string")
         except (ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
             raise CorruptRecord(
                 f"{path} is corrupt ({type(e).__name__}: {e}); save any unexported commits (`git -C {tree} "

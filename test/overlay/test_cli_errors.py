@@ -94,6 +94,8 @@ class TestTreeState(CliTestCase):
         self.assertIn("torch-overlay.json is corrupt", self.fails(3, "tree"))
         self.corrupt(json.dumps({"base_sha256": 1, "base_commit": None, "applied": []}))
         self.assertIn("torch-overlay.json is corrupt", self.fails(3, "tree"))
+        self.corrupt(json.dumps({"base_sha256": "ab", "base_commit": "HEAD~1", "applied": []}))
+        self.assertIn("base_commit and head must be full commit hashes", self.fails(3, "export"))
 
     def test_debug_adds_the_traceback(self) -> None:
         self.corrupt("not json")
