@@ -213,9 +213,17 @@ class TestConcurrency(FaultTestCase):
         """A run stopped (SIGSTOP) at `fault`, holding whatever locks it holds there."""
         env = {"TORCH_OVERLAY_FAULT": f"{fault}:stop"}
         proc = self.start(*args, **env) if tool else self.spawn(*args, **env)
+        self.addCleanup(self.end, proc)
         _, status = os.waitpid(proc.pid, os.WUNTRACED)  # returns once it has stopped itself
         self.assertTrue(os.WIFSTOPPED(status), f"{args} ended before reaching {fault}")
         return proc
+
+    @staticmethod
+    def end(proc: subprocess.Popen[str]) -> None:
+        """Never leave a stopped process behind when a test fails half-way."""
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
 
     def test_two_editable_installs_at_once_prepare_one_tree(self) -> None:
         """What `pip install -e .` runs (setup.py's prepare), from two venvs at once: one waits."""
