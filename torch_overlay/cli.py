@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,9 +15,10 @@ from . import base as base_mod
 from . import readme, status, tree
 from .bench import add_arguments as bench_arguments
 from .bench import run_bench
-from .errors import OverlayError
+from .errors import TOOL_BROKE, CheckFailed, OverlayError
+from .openreg import OpenRegBuildError
 from .pin import Pin, load_pin
-from .project import Project
+from .project import CACHE_ENV, Project
 from .series import read_series
 from .wheel import build_wheel
 
@@ -92,7 +96,7 @@ def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     wanted = readme.with_table(current, table)
     if args.check:
         if wanted != current:
-            raise OverlayError("README.md's patch table is out of date: run `python -m torch_overlay readme`")
+            raise CheckFailed("README.md's patch table is out of date: run `python -m torch_overlay readme`")
         return 0
     readme_path.write_text(wanted)
     return 0
@@ -100,9 +104,24 @@ def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 
 Command = Callable[[Project, Pin, argparse.Namespace], int]
 
+DEBUG_ENV = "TORCH_OVERLAY_DEBUG"
+EPILOG = f"""\
+exit status:
+  0  success
+  1  a check failed: a patch's proof, a regression, a test, an out-of-date README table
+  2  usage or input error: bad arguments, overlay.toml, series or a patch, or the tree holds
+     work the command would lose (the message names it and the way out)
+  3  the tool or its environment broke: git/cmake/compiler missing, download failed, disk full,
+     unwritable or corrupt cache or tree state
+
+Failures are one line on stderr; -v/--debug (or {DEBUG_ENV}=1) adds the traceback.
+"""
+
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m torch_overlay", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m torch_overlay", description=__doc__, epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-v", "--debug", action="store_true", help="print a traceback with any error")
     sub = p.add_subparsers(dest="command", required=True)
     fetch = sub.add_parser("fetch", help="download and verify the pinned base wheel")
     fetch.add_argument("--tag", help="wheel tag to fetch (default: this interpreter's)")
@@ -140,17 +159,54 @@ def parser() -> argparse.ArgumentParser:
     bn = sub.add_parser("bench", help="measure the overlay's speed-ups side by side (median of N runs)")
     bench_arguments(bn)
     bn.set_defaults(run=cmd_bench)
+    for command in sub.choices.values():  # also accepted after the command name
+        command.add_argument("-v", "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
+
+
+def _failure(error: BaseException) -> tuple[str, int]:
+    """One line for stderr and the exit code: what broke, which file, and what to do."""
+    if isinstance(error, OverlayError):
+        return str(error), error.exit_code
+    if isinstance(error, OpenRegBuildError):
+        return str(error), TOOL_BROKE
+    if isinstance(error, OSError):
+        return _os_failure(error), TOOL_BROKE
+    return f"internal error: {type(error).__name__}: {error} (run again with --debug for the traceback)", TOOL_BROKE
+
+
+def _os_failure(error: OSError) -> str:
+    name = error.filename
+    if isinstance(error, FileNotFoundError) and name and "/" not in str(name):
+        return f"{name} was not found on PATH; install it and run the command again"
+    where = f" {name}" if name else ""
+    if error.errno == errno.ENOSPC:
+        return (f"no space left on the device writing{where}; nothing was half-written: free some space "
+                f"(or move the base cache with {CACHE_ENV}) and run the command again")
+    if error.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return (f"cannot write{where}: {error.strerror}; make it writable (the base cache can move: "
+                f"point {CACHE_ENV} at a writable directory)")
+    return f"{error.strerror or error}:{where}"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        project = Project.discover(Path.cwd()) if (Path.cwd() / "overlay.toml").exists() else Project.discover()
-        return args.run(project, load_pin(project.pin_file), args)
-    except OverlayError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 1
+        return _run(args)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # every failure ends as one line; --debug adds the traceback
+        if args.debug or os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        message, code = _failure(e)
+        print(f"error: {message}", file=sys.stderr)
+        return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        project = Project.discover(Path.cwd()) if (Path.cwd() / "overlay.toml").exists() else Project.discover()
+    except FileNotFoundError as e:
+        raise OverlayError(f"{e}: run the command inside a torch-overlay checkout") from None
+    return args.run(project, load_pin(project.pin_file), args)

@@ -6,13 +6,14 @@ import os
 import subprocess
 from pathlib import Path
 
-from .errors import OverlayError
+from .errors import ToolError
 from .lock import inherited_fds
 
 # Commits the tool makes itself (the base commit, `git am` committer) must hash the same on
 # every machine, so identity, dates and config come from here, never from the user's setup.
 BOT_NAME = "torch-overlay"
 BOT_EMAIL = "torch-overlay@users.noreply.github.com"
+MISSING_GIT = "git was not found on PATH; install git (e.g. `apt-get install git`) and run the command again"
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -31,12 +32,18 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def run(repo: Path, *args: str, check: bool = True, input: str | None = None, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        ["git", "-c", "core.autocrlf=false", "-c", "diff.algorithm=myers", *args],
-        cwd=repo, env=env(**extra_env), input=input, text=True, capture_output=True, pass_fds=inherited_fds(),
-    )
+    try:
+        result = subprocess.run(
+            ["git", "-c", "core.autocrlf=false", "-c", "diff.algorithm=myers", *args],
+            cwd=repo, env=env(**extra_env), input=input, text=True, capture_output=True, pass_fds=inherited_fds(),
+        )
+    except FileNotFoundError as e:
+        if e.filename != "git":
+            raise
+        raise ToolError(MISSING_GIT) from None
     if check and result.returncode != 0:
-        raise OverlayError(f"git {' '.join(args)} failed in {repo}:\n{result.stderr.strip()}")
+        detail = " / ".join(line for line in result.stderr.strip().splitlines() if line)
+        raise ToolError(f"git {' '.join(args)} failed in {repo}: {detail}")
     return result
 
 

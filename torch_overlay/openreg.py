@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+from .fault import fault_point
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXTENSION_DIR = REPO_ROOT / "test/cpp_extensions/open_registration_extension/torch_openreg"
 PACKAGE_NAME = "torch_openreg"
@@ -274,6 +276,7 @@ def build_openreg(
         kind = _configure_kind(build_dir, wanted)
         if kind is not None:
             _configure(build_dir, cmake, ninja, compiler, wanted, fresh=kind == "fresh", quiet=quiet)
+        fault_point("openreg", build_dir)
         cmd: list[object] = [cmake, "--build", build_dir]
         if jobs:
             cmd += ["--parallel", str(jobs)]

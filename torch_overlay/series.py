@@ -89,8 +89,12 @@ def series_hash(patches: list[Patch]) -> str:
 
 
 def local_tag(patches: list[Patch]) -> str:
-    """The local version label that identifies a series: `ovl<count>.<hash8>`."""
-    return f"ovl{len(patches)}.{series_hash(patches)[:8]}"
+    """The local version label that identifies a series: `ovl<count>.g<hash8>`.
+
+    The `g` (as in `git describe`) keeps the hash a string: PEP 440 normalisation would read an
+    all-digit hash as a number and drop its leading zeros (`01234567` -> `1234567`).
+    """
+    return f"ovl{len(patches)}.g{series_hash(patches)[:8]}"
 
 
 def needs_source_build(path: str) -> bool:

@@ -6,7 +6,10 @@ series is then applied with `git am` (author, date and message kept). `export` t
 on top of the base back into `patches/`. `torch/version.py` is generated, as upstream's is.
 
 The tree's record (`.git/torch-overlay.json`) says which base and which patches it holds and
-whether the last build finished; an interrupted build is noticed and redone by the next one.
+whether the last build finished, stopped on a patch that does not apply (left in `git am` for
+the developer), or was interrupted (noticed and redone by the next run). Whatever the state, a
+rebuild first checks that it discards nothing of the developer's: uncommitted or untracked
+files, commits that are not exported, a `git am`/rebase/merge in progress (unless `--force`).
 """
 
 from __future__ import annotations
@@ -15,13 +18,13 @@ import json
 import os
 import re
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import git
 from .base import Base, link_or_copy
-from .errors import OverlayError
+from .errors import OverlayError, ToolError
+from .fault import fault_point
 from .lock import build_lock
 from .progress import Progress
 from .project import Project
@@ -34,22 +37,40 @@ BRANCH = "main"
 BASE_DATE = "2025-11-12T00:00:00+00:00"
 
 
+class CorruptRecord(ToolError):
+    """The tree's record cannot be read: only a rebuild (`--force`) can replace it."""
+
+
 @dataclass
 class TreeRecord:
     base_sha256: str
     base_commit: str
     applied: list[tuple[str, str]] = field(default_factory=list)  # (patch file, sha256)
-    head: str = ""
+    head: str = ""  # the last commit the tool made or exported
     complete: bool = False
+    stopped_at: str = ""  # the patch `git am` stopped on, left in progress for the developer
 
     @classmethod
     def read(cls, tree: Path) -> "TreeRecord | None":
         path = tree / ".git" / RECORD
         if not path.exists():
             return None
-        data = json.loads(path.read_text())
-        data["applied"] = [tuple(entry) for entry in data["applied"]]
-        return cls(**data)
+        try:
+            data = json.loads(path.read_text())
+            data["applied"] = [(str(name), str(sha)) for name, sha in data["applied"]]
+            record = cls(**data)
+            commits = (record.base_commit, record.head or record.base_commit)
+            if not all(isinstance(c, str) and re.fullmatch(r"[0-9a-f]{40}", c) for c in commits):
+                raise ValueError("base_commit and head must be full commit hashes")
+            if not isinstance(record.base_sha256, str):
+                raise TypeError("base_sha256 must be a string")
+        except (ValueError, KeyError, TypeError) as e:  # JSONDecodeError is a ValueError
+            raise CorruptRecord(
+                f"{path} is corrupt ({type(e).__name__}: {e}); save any unexported commits (`git -C {tree} "
+                f"format-patch -o SAVED $(git -C {tree} rev-list --max-parents=0 HEAD)..HEAD`), then rebuild "
+                "with `python -m torch_overlay tree --force`"
+            ) from None
+        return record
 
     def write(self, tree: Path) -> None:
         path = tree / ".git" / RECORD
@@ -75,7 +96,39 @@ def changed_files(tree: Path) -> list[str]:
 
 
 def am_in_progress(tree: Path) -> bool:
-    return (tree / ".git" / "rebase-apply").exists()
+    return (tree / ".git" / "rebase-apply" / "applying").exists()
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A git operation stopped half-way in the tree, and the commands that end it."""
+
+    name: str
+    proceed: str
+    abort: str
+
+
+def operation_in_progress(tree: Path) -> Operation | None:
+    git_dir = tree / ".git"
+    if am_in_progress(tree):
+        return Operation("git am", "git am --continue", "git am --abort")
+    if (git_dir / "rebase-apply").exists() or (git_dir / "rebase-merge").exists():
+        return Operation("git rebase", "git rebase --continue", "git rebase --abort")
+    for head, name in (("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"), ("REVERT_HEAD", "revert")):
+        if (git_dir / head).exists():
+            return Operation(f"git {name}", f"git {name} --continue", f"git {name} --abort")
+    return None
+
+
+def unexported_commits(tree: Path, record: TreeRecord) -> list[str]:
+    """`<hash> <subject>` of each commit on HEAD that neither patches/ nor the tool made.
+
+    The tool's own `git am` commits (committer: the bot) are excluded: a build killed between a
+    commit and its record update leaves one, and redoing the build must not call it lost work.
+    """
+    since = record.head or record.base_commit
+    lines = git.out(tree, "log", "--reverse", "--format=%h %ce %s", f"{since}..HEAD").splitlines()
+    return [f"{h} {subject}" for h, email, subject in (line.split(" ", 2) for line in lines) if email != git.BOT_EMAIL]
 
 
 def commits_since_base(tree: Path, record: TreeRecord) -> list[str]:
@@ -99,41 +152,73 @@ def materialise(project: Project, base: Base, *, force: bool = False) -> TreeRec
     check_wheel_buildable(patches)
     tree = project.tree_dir
     with build_lock(project.build_dir):
-        record = TreeRecord.read(tree) if (tree / ".git").exists() else None
+        try:
+            record = TreeRecord.read(tree) if (tree / ".git").exists() else None
+        except CorruptRecord:
+            if not force:
+                raise
+            record = None  # --force: rebuilt from scratch
         if is_fresh(record, base, patches):
             _write_generated(tree, base, patches)
             return record  # type: ignore[return-value]
-        if record is not None and record.complete and not force:
+        if not force:
             _refuse_to_lose_work(tree, record)
         if record is None or record.base_sha256 != base.wheel.sha256:
-            if tree.exists() and record is None and not force:
-                raise OverlayError(f"{tree} exists but was not made by torch_overlay; move it away or pass --force")
             record = _create(project, base)
         else:
             _reset_to_base(tree, record)
-        for patch in patches:
-            _apply(tree, record, patch)
-        record.head = git.out(tree, "rev-parse", "HEAD")
+        for index, patch in enumerate(patches):
+            _apply(tree, record, patch, patches[index + 1:])
         record.complete = True
         record.write(tree)
         _write_generated(tree, base, patches)
         return record
 
 
-def _refuse_to_lose_work(tree: Path, record: TreeRecord) -> None:
+def _refuse_to_lose_work(tree: Path, record: TreeRecord | None) -> None:
+    """Raise, naming what would be lost and the way out, unless a rebuild discards nothing."""
+    if record is None:
+        if tree.exists():
+            raise OverlayError(f"{tree} exists but was not made by torch_overlay; move it away or pass --force")
+        return
+    _abort_own_am(tree, record)
+    operation = operation_in_progress(tree)
+    if operation:
+        where = f" (stopped at {record.stopped_at})" if record.stopped_at and operation.name == "git am" else ""
+        raise OverlayError(
+            f"{tree} is in the middle of `{operation.name}`{where}; a rebuild would discard it. Finish it "
+            f"(`{operation.proceed}`) and run `python -m torch_overlay export`, or abandon it "
+            f"(`git -C {tree} {operation.abort.removeprefix('git ')}`), or pass --force to discard it"
+        )
     dirty = changed_files(tree)
     if dirty:
         raise OverlayError(
-            f"{tree} has uncommitted changes, a rebuild would discard them: {', '.join(dirty[:10])}"
-            + (" ..." if len(dirty) > 10 else "")
-            + ". Commit and `python -m torch_overlay export` them, or pass --force to discard."
+            f"{tree} has uncommitted changes, a rebuild would discard them: {_listing(dirty)}. "
+            "Commit and `python -m torch_overlay export` them, or pass --force to discard."
         )
-    head = git.out(tree, "rev-parse", "HEAD")
-    if head != record.head:
+    commits = unexported_commits(tree, record)
+    if commits:
         raise OverlayError(
-            f"{tree} has commits that are not in patches/ (HEAD {head[:12]}); run "
+            f"{tree} has commits that are not in patches/: {_listing(commits)}. Run "
             "`python -m torch_overlay export` first, or pass --force to discard them."
         )
+
+
+def _listing(items: list[str]) -> str:
+    return ", ".join(items[:10]) + (f" (and {len(items) - 10} more)" if len(items) > 10 else "")
+
+
+def _abort_own_am(tree: Path, record: TreeRecord) -> None:
+    """End a `git am` the tool started that nobody has worked on since: it holds nothing to lose.
+
+    That is one killed mid-patch, or one stopped on a failing patch that the developer left
+    alone (no commit since, nothing edited) to fix `patches/` instead.
+    """
+    if record.complete or not am_in_progress(tree):
+        return
+    untouched = not changed_files(tree) and git.out(tree, "rev-parse", "HEAD") == record.head
+    if not record.stopped_at or untouched:
+        git.run(tree, "am", "--abort")
 
 
 def _create(project: Project, base: Base) -> TreeRecord:
@@ -155,6 +240,7 @@ def _create(project: Project, base: Base) -> TreeRecord:
     commit = git.out(partial, "rev-parse", "HEAD")
     record = TreeRecord(base_sha256=base.wheel.sha256, base_commit=commit, head=commit)
     record.write(partial)
+    fault_point("populate")  # a complete `.partial`, not yet in place
     if tree.exists():
         shutil.rmtree(tree)
     os.replace(partial, tree)
@@ -181,6 +267,7 @@ def _populate(base: Base, dest: Path) -> None:
         else:
             shutil.copy2(src, out)  # a real copy: edits in the tree must never reach the cache
         progress.advance(1)
+        fault_point("populate", out)
     progress.done()
 
 
@@ -191,25 +278,46 @@ def _exclude_list(base: Base) -> str:
 
 
 def _reset_to_base(tree: Path, record: TreeRecord) -> None:
-    if am_in_progress(tree):
-        git.run(tree, "am", "--abort")
+    operation = operation_in_progress(tree)
+    if operation:  # only with --force (or the tool's own session): see _refuse_to_lose_work
+        git.run(tree, *operation.abort.split()[1:], check=False)
+        for leftover in ("rebase-apply", "rebase-merge"):
+            shutil.rmtree(tree / ".git" / leftover, ignore_errors=True)
     record.complete = False
+    record.stopped_at = ""
     record.applied = []
+    record.head = record.base_commit
     record.write(tree)
     git.run(tree, "checkout", "-q", "-f", "-B", BRANCH, record.base_commit)
     git.run(tree, "clean", "-q", "-fd")  # untracked, not ignored: compiled files stay
 
 
-def _apply(tree: Path, record: TreeRecord, patch: Patch) -> None:
-    result = git.run(
-        tree, "am", "--keep-non-patch", "--committer-date-is-author-date", "--whitespace=nowarn",
-        str(patch.path.resolve()), check=False,
-    )
+# `git am` keeps each patch's author, date and message; commits made by the tool hash the same
+# everywhere (fixed committer, committer date = author date).
+_AM = ("am", "--keep-non-patch", "--committer-date-is-author-date", "--whitespace=nowarn")
+
+
+def _apply(tree: Path, record: TreeRecord, patch: Patch, rest: list[Patch]) -> None:
+    result = git.run(tree, *_AM, str(patch.path.resolve()), check=False)
     if result.returncode != 0:
-        if am_in_progress(tree):
-            git.run(tree, "am", "--abort")
+        _stop_at(tree, record, [patch, *rest])
         raise OverlayError(_apply_failure(tree, patch, result.stdout + result.stderr))
+    fault_point("apply")  # committed, not yet recorded: the commit is the bot's, not lost work
     record.applied.append((patch.path.name, patch.sha256()))
+    record.head = git.out(tree, "rev-parse", "HEAD")
+    record.write(tree)
+
+
+def _stop_at(tree: Path, record: TreeRecord, rest: list[Patch]) -> None:
+    """Leave `git am` stopped on the failing patch with the rest of the series queued behind it.
+
+    A plain `git am` that fails touches no file, so the tree is the last good commit; the
+    developer fixes the patch there and `git am --continue` commits it and applies the others.
+    """
+    if am_in_progress(tree):
+        git.run(tree, "am", "--abort")
+    git.run(tree, *_AM, *(str(p.path.resolve()) for p in rest), check=False)
+    record.stopped_at = rest[0].path.name
     record.write(tree)
 
 
@@ -218,10 +326,16 @@ def _apply_failure(tree: Path, patch: Patch, output: str) -> str:
     where = "; ".join(f"{path} (hunk at line {line})" for path, line in failed)
     other = [line for line in output.splitlines() if line.startswith("error:") and "patch failed" not in line]
     head = git.out(tree, "log", "-1", "--format=%h %s")
+    name = patch.path.name
     return (
-        f"{patch.path.name} does not apply: {where or '; '.join(other) or output.strip()}\n"
-        f"The tree is left at the last good commit ({head}), with no half-applied files. "
-        f"Fix or regenerate {patch.path.name} (e.g. rebase it in the tree and export)."
+        f"{name} does not apply: {where or '; '.join(other) or output.strip()}\n"
+        f"{tree} is stopped in `git am` on it, at the last good commit ({head}), with the rest of the "
+        "series queued and no half-applied files. To fix the patch in the tree:\n"
+        f"  cd {tree}\n"
+        "  git apply --3way .git/rebase-apply/patch   # or make the change by hand; resolve any conflict\n"
+        "  git add -A && git am --continue           # commits it with its message, then applies the rest\n"
+        "  cd - && python -m torch_overlay export     # writes the fixed series to patches/\n"
+        f"Or fix patches/{name} itself and run `python -m torch_overlay tree` again."
     )
 
 
@@ -256,29 +370,56 @@ def export(project: Project) -> list[Path]:
     tree = project.tree_dir
     with build_lock(project.build_dir):
         record = TreeRecord.read(tree) if (tree / ".git").exists() else None
-        if record is None or not record.complete or am_in_progress(tree):
-            raise OverlayError(f"{tree} is not a finished tree; run `python -m torch_overlay tree` first")
-        dirty = changed_files(tree)
-        if dirty:
-            raise OverlayError(f"{tree} has uncommitted changes ({', '.join(dirty[:10])}); commit them first")
+        _check_exportable(tree, record)
+        assert record is not None
         project.patches_dir.mkdir(exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=project.build_dir) as tmp:
-            git.run(
-                tree, "format-patch", "--zero-commit", "--no-signature", "--no-numbered", "--abbrev=12",
-                "--filename-max-length=64", "-o", tmp, f"{record.base_commit}..HEAD",
-            )
-            produced = sorted(Path(tmp).iterdir())
-            old = {p.path.name for p in read_series(project.patches_dir)}
-            for path in produced:
-                os.replace(path, project.patches_dir / path.name)
+        # The record's list covers a previous export killed before it removed stale files.
+        old = {p.path.name for p in read_series(project.patches_dir)} | {name for name, _ in record.applied}
+        scratch = project.build_dir / "export.partial"  # fixed name: a killed export's is reused
+        shutil.rmtree(scratch, ignore_errors=True)
+        git.run(
+            tree, "format-patch", "--zero-commit", "--no-signature", "--no-numbered", "--abbrev=12",
+            "--filename-max-length=64", "-o", str(scratch), f"{record.base_commit}..HEAD",
+        )
+        produced = sorted(scratch.iterdir())
+        for path in produced:
+            os.replace(path, project.patches_dir / path.name)
+            fault_point("export", project.patches_dir / path.name)
+        scratch.rmdir()
         names = [p.name for p in produced]
         listing = series_file(project.patches_dir)
         listing.with_suffix(".tmp").write_text("".join(f"{n}\n" for n in names))
         os.replace(listing.with_suffix(".tmp"), listing)
+        fault_point("export", listing)
         for stale in old - set(names):
             (project.patches_dir / stale).unlink(missing_ok=True)
         patches = read_series(project.patches_dir)
         record.applied = wanted(patches)
         record.head = git.out(tree, "rev-parse", "HEAD")
+        record.complete = True
+        record.stopped_at = ""
         record.write(tree)
         return [p.path for p in patches]
+
+
+def _check_exportable(tree: Path, record: TreeRecord | None) -> None:
+    """The tree's commits are the developer's finished work, not a build's half-way state."""
+    if record is None:
+        raise OverlayError(f"{tree} is not a torch_overlay tree; run `python -m torch_overlay tree` first")
+    operation = operation_in_progress(tree)
+    if operation:
+        raise OverlayError(
+            f"{tree} is in the middle of `{operation.name}`: finish it (`{operation.proceed}`) or "
+            f"abandon it (`{operation.abort}`), then export"
+        )
+    if not record.complete and not record.stopped_at:
+        raise OverlayError(f"the last build of {tree} was interrupted; run `python -m torch_overlay tree` to finish it")
+    if record.stopped_at and git.out(tree, "rev-parse", "HEAD") == record.head:
+        raise OverlayError(
+            f"{tree} holds the series only up to before {record.stopped_at}, which did not apply; exporting "
+            f"would drop it and the patches after it. Fix it in the tree (`git am`, as advised when it "
+            "failed) or fix patches/ and run `python -m torch_overlay tree`"
+        )
+    dirty = changed_files(tree)
+    if dirty:
+        raise OverlayError(f"{tree} has uncommitted changes ({_listing(dirty)}); commit them first")

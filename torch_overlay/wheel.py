@@ -22,10 +22,11 @@ from pathlib import Path
 from . import git
 from .base import Base, fetch
 from .errors import OverlayError
+from .fault import fault_point
 from .pin import Pin
 from .progress import Progress
 from .series import WHEEL_PACKAGES, Patch
-from .tree import VERSION_PY, TreeRecord, changed_files, is_fresh, overlay_version
+from .tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress, overlay_version
 from .zipcopy import RawZipWriter
 
 
@@ -78,6 +79,11 @@ def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list
     dirty = changed_files(tree)
     if dirty:
         raise OverlayError(f"{tree} has uncommitted changes ({', '.join(dirty[:10])}); commit and export them first")
+    operation = operation_in_progress(tree)
+    if operation:
+        raise OverlayError(f"{tree} is in the middle of `{operation.name}`; finish it and export first")
+    if git.out(tree, "rev-parse", "HEAD") != record.head:
+        raise OverlayError(f"{tree}'s HEAD is not what patches/ holds; export it (or run `tree --force`) first")
     fetch(cache_dir, pin, base.wheel)  # the wheel itself is read: verify it (again) first
     version = overlay_version(base.version, patches)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -87,12 +93,17 @@ def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list
         with partial.open("wb") as out:
             _write(base, tree_changes(tree, record), version, out)
         os.replace(partial, target)
+    except OSError as e:
+        if e.filename:
+            raise
+        raise OSError(e.errno, e.strerror, str(target)) from e  # a full disk names no file on write()
     finally:
         partial.unlink(missing_ok=True)
     return target
 
 
 def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWriter) -> None:
+    out_path = Path(out.name)
     old_info, new_info = base.dist_info, f"torch-{version}.dist-info"
     writer = RawZipWriter(out)
     with zipfile.ZipFile(base.wheel_path) as src:
@@ -112,8 +123,9 @@ def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWrite
             else:
                 writer.copy_from(src, info)
                 if not info.is_dir():
-                    rows.append((name, *hashes[name]))
+                    rows.append((name, *_known_hash(src, info, hashes)))
             progress.advance(info.compress_size)
+            fault_point("wheel", out_path)
         stamp = src.getinfo(f"{old_info}/METADATA").date_time
         for name, data in sorted(changes.added.items()):
             writer.write(name, data, stamp)
@@ -129,7 +141,7 @@ def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWrite
             else:
                 writer.copy_from(src, info, name)
                 if not info.is_dir():
-                    rows.append((name, *hashes[info.filename]))
+                    rows.append((name, *_known_hash(src, info, hashes)))
             progress.advance(info.compress_size)
         rows.append((f"{new_info}/RECORD", "", ""))
         writer.write(f"{new_info}/RECORD", _format_record(rows), stamp)
@@ -140,6 +152,14 @@ def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWrite
 def _base_record(src: zipfile.ZipFile, dist_info: str) -> dict[str, tuple[str, str]]:
     reader = csv.reader(io.StringIO(src.read(f"{dist_info}/RECORD").decode()))
     return {row[0]: (row[1], row[2]) for row in reader if row}
+
+
+def _known_hash(src: zipfile.ZipFile, info: zipfile.ZipInfo, hashes: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    """A copied member's RECORD hash and size: the base's, or computed if its RECORD omits it."""
+    if info.filename in hashes and hashes[info.filename][0]:
+        return hashes[info.filename]
+    data = src.read(info)
+    return record_hash(data), str(len(data))
 
 
 def _format_record(rows: list[tuple[str, str, str]]) -> bytes:

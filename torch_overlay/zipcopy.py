@@ -4,6 +4,9 @@
 files change, that costs minutes. Here unchanged members are streamed as raw compressed bytes
 (with their CRC and sizes), and only new content is deflated. Output depends only on the
 inputs: no timestamps from the clock, members in the order they are added.
+
+Members and archives past 4 GiB (or 65535 members) get zip64 records, as some variant wheels
+need; everything else is written exactly as without zip64, so small wheels stay byte-stable.
 """
 
 from __future__ import annotations
@@ -14,14 +17,20 @@ import zlib
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from .errors import OverlayError
+from .errors import ToolError
 
 _LOCAL = struct.Struct("<4s5H3L2H")
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _END = struct.Struct("<4s4H2LH")
-_LIMIT = 0xFFFFFFFF
+_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
+_ZIP64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_EXTRA_ID = 0x0001
+_LIMIT = 0xFFFFFFFF  # a 32-bit field holding this value means "see the zip64 record"
+_COUNT_LIMIT = 0xFFFF
 _UTF8_FLAG = 0x800
-_MADE_BY_UNIX = 3 << 8 | 20
+_VERSION = 20
+_ZIP64_VERSION = 45
+_UNIX = 3 << 8
 
 
 @dataclass
@@ -56,7 +65,7 @@ class RawZipWriter:
         header = fp.read(_LOCAL.size)
         fields = _LOCAL.unpack(header)
         if fields[0] != b"PK\x03\x04":
-            raise OverlayError(f"{source.filename}: bad local header for {info.filename}")
+            raise ToolError(f"{source.filename}: bad local header for {info.filename}")
         fp.seek(info.header_offset + _LOCAL.size + fields[9] + fields[10])
         time_, date = _dos(info.date_time)
         self._start(name or info.filename, info.compress_type, time_, date, info.CRC,
@@ -65,7 +74,7 @@ class RawZipWriter:
         while remaining:
             chunk = fp.read(min(remaining, 1 << 20))
             if not chunk:
-                raise OverlayError(f"{source.filename}: truncated member {info.filename}")
+                raise ToolError(f"{source.filename}: truncated member {info.filename}")
             self._out.write(chunk)
             remaining -= len(chunk)
 
@@ -81,26 +90,45 @@ class RawZipWriter:
     def _start(self, name: str, method: int, time_: int, date: int, crc: int, compressed: int, size: int,
                external_attr: int) -> _Entry:
         offset = self._out.tell()
-        if max(offset, compressed, size) > _LIMIT:
-            raise OverlayError(f"{name}: member or archive beyond 4 GiB needs zip64, which is not supported")
         encoded = name.encode("utf-8")
         flags = 0 if encoded.isascii() else _UTF8_FLAG
         entry = _Entry(encoded, flags, method, time_, date, crc, compressed, size, external_attr, offset)
-        self._out.write(_LOCAL.pack(b"PK\x03\x04", 20, flags, method, time_, date, crc, compressed, size,
-                                    len(encoded), 0))
-        self._out.write(encoded)
+        # The local header's zip64 field must hold both sizes as soon as either overflows.
+        big = max(compressed, size) >= _LIMIT
+        extra = _zip64_extra([size, compressed]) if big else b""
+        self._out.write(_LOCAL.pack(b"PK\x03\x04", _ZIP64_VERSION if big else _VERSION, flags, method, time_,
+                                    date, crc, _LIMIT if big else compressed, _LIMIT if big else size,
+                                    len(encoded), len(extra)))
+        self._out.write(encoded + extra)
         self._entries.append(entry)
         return entry
 
     def close(self) -> None:
         start = self._out.tell()
         for e in self._entries:
-            self._out.write(_CENTRAL.pack(b"PK\x01\x02", _MADE_BY_UNIX, 20, e.flags, e.method, e.dos_time,
-                                          e.dos_date, e.crc, e.compressed, e.size, len(e.name), 0, 0, 0, 0,
-                                          e.external_attr, e.offset))
-            self._out.write(e.name)
+            self._out.write(_central_header(e))
         size = self._out.tell() - start
-        if len(self._entries) > 0xFFFF or start > _LIMIT:
-            raise OverlayError("archive needs zip64 (too many members or too large), which is not supported")
         count = len(self._entries)
-        self._out.write(_END.pack(b"PK\x05\x06", 0, 0, count, count, size, start, 0))
+        if count >= _COUNT_LIMIT or max(size, start) >= _LIMIT:
+            record = self._out.tell()
+            self._out.write(_ZIP64_END.pack(b"PK\x06\x06", _ZIP64_END.size - 12, _UNIX | _ZIP64_VERSION,
+                                            _ZIP64_VERSION, 0, 0, count, count, size, start))
+            self._out.write(_ZIP64_LOCATOR.pack(b"PK\x06\x07", 0, record, 1))
+        short = min(count, _COUNT_LIMIT)
+        self._out.write(_END.pack(b"PK\x05\x06", 0, 0, short, short, min(size, _LIMIT), min(start, _LIMIT), 0))
+
+
+def _zip64_extra(values: list[int]) -> bytes:
+    return struct.pack(f"<2H{len(values)}Q", _ZIP64_EXTRA_ID, 8 * len(values), *values)
+
+
+def _central_header(e: _Entry) -> bytes:
+    """The central directory entry; fields past 32 bits move to a zip64 extra field, in order."""
+    fields = [e.size, e.compressed, e.offset]
+    wide = [value for value in fields if value >= _LIMIT]
+    extra = _zip64_extra(wide) if wide else b""
+    size, compressed, offset = (_LIMIT if value >= _LIMIT else value for value in fields)
+    version = _ZIP64_VERSION if wide else _VERSION
+    return _CENTRAL.pack(b"PK\x01\x02", _UNIX | version, version, e.flags, e.method, e.dos_time, e.dos_date,
+                         e.crc, compressed, size, len(e.name), len(extra), 0, 0, 0, e.external_attr,
+                         offset) + e.name + extra

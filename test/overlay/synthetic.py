@@ -10,8 +10,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -79,6 +82,15 @@ class SyntheticProject:
         self.wheel = make_wheel(self.cache / "wheels", extra)
         self.write_pin(sha256(self.wheel))
 
+    def copy(self, dest: Path) -> "SyntheticProject":
+        """The same project and cache under `dest` (cheaper than building a prepared tree again)."""
+        clone = object.__new__(SyntheticProject)
+        clone.root, clone.cache = dest / "project", dest / "cache"
+        clone.wheel = clone.cache / self.wheel.relative_to(self.cache)
+        shutil.copytree(self.root, clone.root, symlinks=True)
+        shutil.copytree(self.cache, clone.cache, symlinks=True)
+        return clone
+
     def write_pin(self, sha: str) -> None:
         (self.root / "overlay.toml").write_text(
             f'[base]\nversion = "{VERSION}"\nrevision = "{REVISION}"\n\n[base.wheels]\n"{TAG}" = "{sha}"\n'
@@ -92,9 +104,9 @@ class SyntheticProject:
         env = dict(os.environ, TORCH_OVERLAY_CACHE=str(self.cache), PYTHONPATH=str(REPO))
         return env
 
-    def tool(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    def tool(self, *args: str, check: bool = True, **env: str) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(
-            [sys.executable, "-m", "torch_overlay", *args], cwd=self.root, env=self.env(),
+            [sys.executable, "-m", "torch_overlay", *args], cwd=self.root, env=dict(self.env(), **env),
             text=True, capture_output=True,
         )
         if check and result.returncode != 0:
@@ -128,3 +140,27 @@ class SyntheticProject:
 
     def series(self) -> list[str]:
         return (self.root / "patches" / "series").read_text().split()
+
+
+def wait_for_line(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> str:
+    """Read `proc`'s stderr until a line contains `text` (what was read); fail at the deadline.
+
+    A thread does the reading so that the deadline holds even if the process prints nothing.
+    """
+    assert proc.stderr is not None
+    seen: list[str] = []
+    found = threading.Event()
+
+    def read() -> None:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            seen.append(line)
+            if text in line:
+                found.set()
+                return
+
+    threading.Thread(target=read, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not found.wait(0.05):
+        if time.monotonic() > deadline or (proc.poll() is not None and not found.wait(1.0)):
+            raise AssertionError(f"no line with {text!r} from pid {proc.pid}; read so far:\n{''.join(seen)}")
+    return "".join(seen)

@@ -25,7 +25,7 @@ from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
 
 SUITE_OUTPUT = """\
-running 3 test file(s) against torch 2.9.1+ovl5.abcdef12 (/x/torch)
+running 3 test file(s) against torch 2.9.1+ovl5.gabcdef12 (/x/torch)
 PASSED  overlay/test_tree (61.2s)
 FAILED  inductor/test_x (3.0s)
     reproduce: TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) python test/inductor/test_x.py
@@ -65,7 +65,7 @@ class TestParts(BenchTestCase):
         self.assertTrue(part["same_content"])  # the naive build re-deflates the very same members
         self.assertEqual(len(part["build_wheel"]["runs_s"]), 2)
         self.assertGreater(part["naive_over_build_wheel"], 0)
-        self.assertRegex(part["wheel_name"], r"^torch-2\.9\.1\+ovl1\.[0-9a-f]{8}-")
+        self.assertRegex(part["wheel_name"], r"^torch-2\.9\.1\+ovl1\.g[0-9a-f]{8}-")
         # The worker's own peak, not the test process's (which has torch imported).
         self.assertGreater(part["peak_rss_mb"]["wheel"], 0)
         self.assertLess(part["peak_rss_mb"]["wheel"], 300)

@@ -133,7 +133,7 @@ class TestVerify(TestCase):
 
     def test_unknown_patch_id(self) -> None:
         result = self.verify("-p", "0042")
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 2)
         self.assertIn("no patch 0042", result.stderr)
 
 

@@ -17,6 +17,7 @@ import torch
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
+from torch_overlay.base import wheel_path  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
 from torch_overlay.series import read_series  # noqa: E402
@@ -61,7 +62,7 @@ class TestRealWheel(TestCase):
 
     def test_only_patched_files_and_dist_info_differ_from_the_base(self) -> None:
         wheel = self.wheels[0]
-        base_path = next(PROJECT.cache_dir.glob(f"wheels/torch-{PIN.version}-*.whl"))
+        base_path = wheel_path(PROJECT.cache_dir, PIN, PIN.wheel_for_this_interpreter())  # the cache may hold others
         patched = {f for p in PATCHES for f in p.files if not f.startswith("test/")} | {"torch/version.py"}
         base, new = raw_members(base_path), raw_members(wheel)
         old_info = f"torch-{PIN.version}.dist-info/"

@@ -157,7 +157,7 @@ class TestStageOntoCheckout(StageTestCase):
         head = self.run_git(self.checkout, "rev-parse", "HEAD")
         (self.checkout / "torch/ops.py").write_text("# local edit\n")
         result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 2)
         self.assertIn("uncommitted changes (torch/ops.py)", result.stderr)
         self.assertFalse((self.tmp / "staged").exists())
         self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
@@ -168,7 +168,7 @@ class TestStageOntoCheckout(StageTestCase):
         self.run_git(self.checkout, "commit", "-q", "-am", "Fixed differently")
         head = self.run_git(self.checkout, "rev-parse", "HEAD")
         result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 2)
         self.assertIn("0001-arith-Fix-double.patch", result.stderr)
         self.assertIn("nothing was staged", result.stderr)
         self.assertFalse((self.tmp / "staged").exists())
@@ -180,7 +180,7 @@ class TestStageOntoCheckout(StageTestCase):
         plain = self.tmp / "plain"
         (plain / "torch").mkdir(parents=True)
         result = self.stage("--onto", str(plain), "-o", str(self.tmp / "staged"))
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 2)
         self.assertIn("not an upstream PyTorch checkout", result.stderr)
         result = self.stage("--onto", "not-a-version", "-o", str(self.tmp / "staged"))
         self.assertIn("neither an upstream checkout directory nor a release version", result.stderr)
@@ -240,7 +240,7 @@ class TestAgainstRelease(StageTestCase):
     def test_wheel_failing_its_hash_is_refused(self) -> None:
         self.pin_release("0" * 64)
         result = self.tool("stage", "--onto", RELEASE, "-o", str(self.tmp / "staged"))
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 3)
         self.assertIn("does not match the pin", result.stderr)
         self.assertFalse((self.tmp / "staged").exists())
         self.assertFalse((self.p.cache / "base" / sha256(self.wheel)[:16]).exists())
@@ -248,7 +248,7 @@ class TestAgainstRelease(StageTestCase):
     def test_unknown_version_lists_the_pinned_ones(self) -> None:
         self.pin_release(sha256(self.wheel))
         result = self.tool("verify", "--against", "9.9.9")
-        self.assertEqual(result.returncode, 1)
+        self.assertEqual(result.returncode, 2)
         self.assertIn("torch 9.9.9 is not pinned", result.stderr)
         self.assertIn(f"(pinned: {RELEASE})", result.stderr)
 
