@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from .base import Base, link_or_copy, load, sha256_of, wheel_path
-from .errors import OverlayError
+from .errors import OverlayError, ToolError
 from .pin import Pin, load_pin
 from .project import Project
 from .series import local_tag, read_series
@@ -425,10 +425,10 @@ def run_under(tree: Path, args: Sequence[str], what: str) -> Json:
                    TRITON_CACHE_DIR=str(Path(cache) / "triton"))
         proc = subprocess.run([sys.executable, *args], env=env, cwd=cache, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise OverlayError(f"{what} under {tree} failed:\n{proc.stderr.strip()[-2000:]}")
+        raise ToolError(f"{what} under {tree} failed:\n{proc.stderr.strip()[-2000:]}")
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     if "torch_file" in result and not Path(result["torch_file"]).resolve().is_relative_to(tree.resolve()):
-        raise OverlayError(f"PYTHONPATH={tree} imported torch from {result['torch_file']}")
+        raise ToolError(f"PYTHONPATH={tree} imported torch from {result['torch_file']}")
     return result
 
 
