@@ -59,6 +59,8 @@ OPENREG_BUILD_DIR = REPO_ROOT / "build" / "openreg"
 DEFAULT_DURATION = 30.0
 LOG_TAIL_LINES = 40
 DEFAULT_XML_DIR = "test-reports"
+# Tests too slow for every run (e.g. a fresh venv of another Python) skip unless this is "full".
+TIER_ENV = "TORCH_OVERLAY_TEST_TIER"
 INSTALL_HINT = "run `pip install -e . -r test/requirements.txt` in this venv"
 
 PASSED, FAILED, SKIPPED, BROKEN = "PASSED", "FAILED", "SKIPPED", "BROKEN"
@@ -282,6 +284,7 @@ class RunOptions:
     echo: bool  # stream the child's output as it comes (-v with one job)
     openreg_path: Path | None
     xml_dir: Path | None  # --save-xml: keep each file's JUnit XML there
+    full: bool  # --full: the slow tier too
 
 
 def xml_name(suite: Suite) -> str:
@@ -313,6 +316,8 @@ def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, s
     # torch.testing changes behaviour under CI=true (an implicit --save-xml among others); a
     # file must run the same on a laptop and in CI, and the JUnit XML comes from pytest here.
     env.pop("CI", None)
+    if options.full:
+        env[TIER_ENV] = "full"
     extra: list[Path] = []
     if suite.kind == "overlay":
         extra.append(REPO_ROOT)  # the tool's tests import torch_overlay from the checkout
@@ -491,6 +496,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("-k", action="append", default=[], dest="keywords", metavar="EXPR",
                         help="only run tests matching EXPR (pytest -k); repeatable: any of them")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N files in parallel")
+    parser.add_argument("--full", action="store_true",
+                        help=f"also run the slow tier (sets {TIER_ENV}=full for the test files)")
     parser.add_argument("--update-times", action="store_true",
                         help=f"record this run's per-file durations in test/{TIMES_FILE}")
     parser.add_argument("--test-root", type=Path, help=argparse.SUPPRESS)
@@ -557,7 +564,7 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     if xml_dir is not None:
         xml_dir.mkdir(parents=True, exist_ok=True)
     options = RunOptions(child_verbose=args.verbose, keywords=tuple(args.keywords), echo=echo,
-                         openreg_path=openreg_path, xml_dir=xml_dir)
+                         openreg_path=openreg_path, xml_dir=xml_dir, full=args.full)
 
     def on_result(result: Result) -> None:
         report(result, args.verbose, echo)
