@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import email.message
 import email.parser
+import os
+import pty
 import shutil
 import subprocess
 import sys
@@ -93,6 +95,44 @@ class TestWheel(BackendTestBase):
         self.assertIn("does not match the pin", output)
         self.assertNotIn("Traceback", output)
         self.assertFalse(list((self.tmp / "pip").glob("*.whl")) if (self.tmp / "pip").exists() else [])
+
+
+class TestProgress(BackendTestBase):
+    """pip captures a backend's output; the long steps must still reach the user's terminal."""
+
+    def pip_wheel_on_a_terminal(self) -> str:
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: pip, with the pty as its controlling terminal
+            os.chdir(self.tmp)
+            cmd = [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                   "-w", str(self.tmp / "pip"), str(self.p.root)]
+            os.execve(sys.executable, cmd, self.env())
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(fd)
+        _, status = os.waitpid(pid, 0)
+        output = b"".join(chunks).decode(errors="replace")
+        self.assertEqual(os.waitstatus_to_exitcode(status), 0, output)
+        return output
+
+    def test_extraction_progress_reaches_the_terminal(self) -> None:
+        shutil.rmtree(self.p.cache / "base")  # the base must be extracted again
+        self.assertIn(f"extracting {self.p.wheel.name}: 100%", self.pip_wheel_on_a_terminal())
+
+    def test_without_a_terminal_pip_shows_it_with_v_only(self) -> None:
+        shutil.rmtree(self.p.cache / "base")
+        result = self.pip("wheel", "-w", str(self.tmp / "pip"), str(self.p.root))
+        self.assertNotIn("extracting", result.stdout + result.stderr)  # why the terminal is needed
+        shutil.rmtree(self.p.cache / "base")
+        verbose = self.pip("wheel", "-v", "-w", str(self.tmp / "pip-verbose"), str(self.p.root))
+        self.assertIn(f"extracting {self.p.wheel.name}: 100%", verbose.stdout + verbose.stderr)
 
 
 class TestEditable(BackendTestBase):
