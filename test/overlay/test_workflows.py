@@ -17,7 +17,7 @@ from torch.testing._internal.common_utils import run_tests, TestCase
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
-WORKFLOW_FILES = ("ci.yml", "source-build.yml")
+WORKFLOW_FILES = ("ci.yml", "source-build.yml", "full-tier.yml")
 SETUP = "pip install -e . -r test/requirements.txt"
 # Used when README.md does not exist (yet).
 DEFAULT_COMMANDS = [SETUP, "python test/run_test.py"]
