@@ -11,6 +11,8 @@ source change recompiles only what changed.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import sysconfig
 from pathlib import Path
 from typing import Any
@@ -68,7 +70,9 @@ def _build() -> Path:
     project = Project.discover(Path.cwd())
     prepare_tree(project)
     try:
-        return build_openreg(project.tree_dir / "torch", project.build_dir / "openreg", quiet=True)
+        # The compile (~20 s cold) shows its progress wherever the hook's stderr goes: the terminal.
+        with contextlib.redirect_stdout(sys.stderr):
+            return build_openreg(project.tree_dir / "torch", project.build_dir / "openreg")
     except OpenRegBuildError as e:
         raise OverlayError(str(e)) from e
 
