@@ -56,6 +56,7 @@ def _progress_to_terminal() -> Iterator[None]:
 
 @contextlib.contextmanager
 def frontend_hook() -> Iterator[None]:
+    """Around a hook's body: progress to the terminal, an OverlayError as `error: <message>`."""
     try:
         with _progress_to_terminal():
             yield

@@ -3,6 +3,8 @@ is reproducible, faithful to the base wheel, and installs with pip."""
 
 from __future__ import annotations
 
+import email.parser
+import importlib.metadata
 import subprocess
 import sys
 import tempfile
@@ -33,6 +35,13 @@ class TestInstalledOverlay(TestCase):
         self.assertEqual(torch.__version__, overlay_version(PIN.version, PATCHES))
         self.assertEqual(torch.version.git_version, PIN.revision)
         self.assertEqual(torch.version.overlay_patches, tuple((p.id, p.title) for p in PATCHES))
+
+    def test_installed_metadata_is_the_base_wheels(self) -> None:
+        base_wheel = next(PROJECT.cache_dir.glob(f"wheels/{PIN.wheel_for_this_interpreter().filename(PIN.version)}"))
+        with zipfile.ZipFile(base_wheel) as zf:
+            base = email.parser.Parser().parsestr(zf.read(f"torch-{PIN.version}.dist-info/METADATA").decode())
+        self.assertEqual(importlib.metadata.requires("torch"), base.get_all("Requires-Dist"))
+        self.assertEqual(importlib.metadata.metadata("torch")["Requires-Python"], base["Requires-Python"])
 
 
 class TestRealWheel(TestCase):
