@@ -19,6 +19,7 @@ import torch
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
+from torch_overlay.base import wheel_path  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
 from torch_overlay.series import read_series  # noqa: E402
@@ -27,6 +28,8 @@ from torch_overlay.tree import overlay_version  # noqa: E402
 PROJECT = Project.discover(REPO)
 PIN = load_pin(PROJECT.pin_file)
 PATCHES = read_series(PROJECT.patches_dir)
+# This interpreter's base wheel: the cache may hold the pinned wheels of other Pythons too.
+BASE_WHEEL = wheel_path(PROJECT.cache_dir, PIN, PIN.wheel_for_this_interpreter())
 
 
 class TestInstalledOverlay(TestCase):
@@ -37,8 +40,7 @@ class TestInstalledOverlay(TestCase):
         self.assertEqual(torch.version.overlay_patches, tuple((p.id, p.title) for p in PATCHES))
 
     def test_installed_metadata_is_the_base_wheels(self) -> None:
-        base_wheel = next(PROJECT.cache_dir.glob(f"wheels/{PIN.wheel_for_this_interpreter().filename(PIN.version)}"))
-        with zipfile.ZipFile(base_wheel) as zf:
+        with zipfile.ZipFile(BASE_WHEEL) as zf:
             base = email.parser.Parser().parsestr(zf.read(f"torch-{PIN.version}.dist-info/METADATA").decode())
         self.assertEqual(importlib.metadata.requires("torch"), base.get_all("Requires-Dist"))
         self.assertEqual(importlib.metadata.metadata("torch")["Requires-Python"], base["Requires-Python"])
@@ -70,9 +72,8 @@ class TestRealWheel(TestCase):
 
     def test_only_patched_files_and_dist_info_differ_from_the_base(self) -> None:
         wheel = self.wheels[0]
-        base_path = next(PROJECT.cache_dir.glob(f"wheels/torch-{PIN.version}-*.whl"))
         patched = {f for p in PATCHES for f in p.files if not f.startswith("test/")} | {"torch/version.py"}
-        base, new = raw_members(base_path), raw_members(wheel)
+        base, new = raw_members(BASE_WHEEL), raw_members(wheel)
         old_info = f"torch-{PIN.version}.dist-info/"
         differing = {n for n, data in base.items() if not n.startswith(old_info) and new.get(n) != data}
         self.assertEqual(differing, patched & set(base))
