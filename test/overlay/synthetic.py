@@ -44,7 +44,7 @@ def record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None) -> Path:
+def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None, tag: str = TAG) -> Path:
     files = dict(SOURCES, **(extra or {}))
     info = f"torch-{VERSION}.dist-info"
     files[f"{info}/METADATA"] = (
@@ -52,12 +52,12 @@ def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None) -> Path:
         "Requires-Python: >=3.10\nRequires-Dist: filelock\n"
         'Provides-Extra: optree\nRequires-Dist: optree>=0.13.0; extra == "optree"\n'
     ).encode()
-    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()
+    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
     files[f"{info}/entry_points.txt"] = b"[console_scripts]\ntorchrun = torch.distributed.run:main\n"
     record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
     files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     dest_dir.mkdir(parents=True, exist_ok=True)
-    path = dest_dir / f"torch-{VERSION}-{TAG}.whl"
+    path = dest_dir / f"torch-{VERSION}-{tag}.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zi = zipfile.ZipInfo(name, DATE)
@@ -74,12 +74,13 @@ def sha256(path: Path) -> str:
 class SyntheticProject:
     """A project root (pin + patches/) and a cache dir holding a synthetic base wheel."""
 
-    def __init__(self, root: Path, extra: dict[str, bytes] | None = None) -> None:
+    def __init__(self, root: Path, extra: dict[str, bytes] | None = None, tag: str = TAG) -> None:
         self.root = root / "project"
         self.cache = root / "cache"
+        self.tag = tag  # another platform's tag: drive the tool through its API, not this interpreter
         (self.root / "patches").mkdir(parents=True)
         (self.root / "patches" / "series").write_text("")
-        self.wheel = make_wheel(self.cache / "wheels", extra)
+        self.wheel = make_wheel(self.cache / "wheels", extra, tag)
         self.write_pin(sha256(self.wheel))
 
     def copy(self, dest: Path) -> "SyntheticProject":
@@ -93,7 +94,7 @@ class SyntheticProject:
 
     def write_pin(self, sha: str) -> None:
         (self.root / "overlay.toml").write_text(
-            f'[base]\nversion = "{VERSION}"\nrevision = "{REVISION}"\n\n[base.wheels]\n"{TAG}" = "{sha}"\n'
+            f'[base]\nversion = "{VERSION}"\nrevision = "{REVISION}"\n\n[base.wheels]\n"{self.tag}" = "{sha}"\n'
         )
 
     @property

@@ -3,6 +3,8 @@ is reproducible, faithful to the base wheel, and installs with pip."""
 
 from __future__ import annotations
 
+import email.parser
+import importlib.metadata
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,8 @@ from torch_overlay.tree import overlay_version  # noqa: E402
 PROJECT = Project.discover(REPO)
 PIN = load_pin(PROJECT.pin_file)
 PATCHES = read_series(PROJECT.patches_dir)
+# This interpreter's base wheel: the cache may hold the pinned wheels of other Pythons too.
+BASE_WHEEL = wheel_path(PROJECT.cache_dir, PIN, PIN.wheel_for_this_interpreter())
 
 
 class TestInstalledOverlay(TestCase):
@@ -34,6 +38,12 @@ class TestInstalledOverlay(TestCase):
         self.assertEqual(torch.__version__, overlay_version(PIN.version, PATCHES))
         self.assertEqual(torch.version.git_version, PIN.revision)
         self.assertEqual(torch.version.overlay_patches, tuple((p.id, p.title) for p in PATCHES))
+
+    def test_installed_metadata_is_the_base_wheels(self) -> None:
+        with zipfile.ZipFile(BASE_WHEEL) as zf:
+            base = email.parser.Parser().parsestr(zf.read(f"torch-{PIN.version}.dist-info/METADATA").decode())
+        self.assertEqual(importlib.metadata.requires("torch"), base.get_all("Requires-Dist"))
+        self.assertEqual(importlib.metadata.metadata("torch")["Requires-Python"], base["Requires-Python"])
 
 
 class TestRealWheel(TestCase):
@@ -62,9 +72,8 @@ class TestRealWheel(TestCase):
 
     def test_only_patched_files_and_dist_info_differ_from_the_base(self) -> None:
         wheel = self.wheels[0]
-        base_path = wheel_path(PROJECT.cache_dir, PIN, PIN.wheel_for_this_interpreter())  # the cache may hold others
         patched = {f for p in PATCHES for f in p.files if not f.startswith("test/")} | {"torch/version.py"}
-        base, new = raw_members(base_path), raw_members(wheel)
+        base, new = raw_members(BASE_WHEEL), raw_members(wheel)
         old_info = f"torch-{PIN.version}.dist-info/"
         differing = {n for n, data in base.items() if not n.startswith(old_info) and new.get(n) != data}
         self.assertEqual(differing, patched & set(base))

@@ -1,7 +1,7 @@
 """Tests of test/run_test.py, the suite driver.
 
-Most tests run the real runner in a subprocess over a tiny synthetic `test/` tree (plain unittest
-files, so no child imports torch and the whole file stays fast). The runner's hidden
+Most tests run the real runner (and so pytest) in a subprocess over a tiny synthetic `test/` tree
+(plain unittest files, so no child imports torch and the whole file stays fast). The runner's hidden
 `--test-root`/`--tree-root`/`--allow-stock-torch` options point it there; the torch checks are
 exercised with fake `torch/version.py` packages on PYTHONPATH, which the runner reads without
 importing torch.
@@ -17,7 +17,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import textwrap
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
@@ -237,8 +236,8 @@ class TestRunAndReport(RunnerTestBase):
         passing = suites["overlay.test_pass.xml"]
         assert passing is not None
         self.assertEqual((passing.get("tests"), passing.get("failures")), ("2", "0"))
-        # The ANSI escape in the output was made XML-safe rather than breaking the parse.
-        self.assertIn("coloured", passing.findtext("system-out") or "")
+        # The test's output is in the report; its ANSI escape did not break the XML.
+        self.assertIn("coloured", "".join(out.text or "" for out in passing.iter("system-out")))
         skipping = suites["inductor.test_skip.xml"]
         assert skipping is not None
         self.assertEqual(skipping.get("skipped"), "2")
@@ -251,6 +250,32 @@ class TestRunAndReport(RunnerTestBase):
         )
         self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
         ET.parse(self.root / "test-reports" / "overlay.test_pass.xml")
+
+    def test_a_file_that_does_not_import_is_a_failure(self) -> None:
+        write(self.tests / "overlay" / "test_broken.py", "import no_such_module_here\n")
+        proc = self.run_runner("-i", "overlay/test_broken")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertEqual(self.last_line(proc), "0 passed, 1 failed")
+        self.assertIn("no_such_module_here", proc.stdout)
+
+    def test_a_k_expression_pytest_rejects_is_a_usage_error(self) -> None:
+        proc = self.run_runner("-i", "overlay/test_pass", "-k", "alpha and")
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        self.assertIn("BROKEN", proc.stdout)
+
+    def test_repeated_k_selects_any(self) -> None:
+        proc = self.run_runner("-v", "-i", "overlay/test_pass", "-k", "alpha", "-k", "beta")
+        self.assertEqual(proc.returncode, 0, proc.stdout)
+        self.assertIn("ran alpha", proc.stdout)
+        self.assertIn("ran beta", proc.stdout)
+
+    def test_missing_pytest_is_a_broken_environment(self) -> None:
+        # -S: no site-packages, so no pytest (and no torch, which --allow-stock-torch permits).
+        proc = self.run_runner("-i", "overlay/test_pass", python_flags=("-S",))
+        self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+        self.assertIn("pytest is not installed", proc.stderr)
+        self.assertIn("-r test/requirements.txt", proc.stderr)
+        self.assertEqual(list(self.records.iterdir()), [])
 
     def test_parallel_jobs(self) -> None:
         write(self.tests / "overlay" / "test_meet_a.py", RENDEZVOUS.format(me="a", other="b"))
@@ -323,7 +348,7 @@ class TestTorchChecks(RunnerTestBase):
     def test_stock_torch_is_refused(self) -> None:
         site = self.fake_torch(overlay=False, with_tree=False)
         proc = self.run_runner("--dry-run", synthetic=False, env=self.env(PYTHONPATH=str(site)))
-        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.returncode, 3)
         self.assertIn("not the overlay", proc.stderr)
         self.assertIn("pip install -e .", proc.stderr)
 
@@ -336,7 +361,7 @@ class TestTorchChecks(RunnerTestBase):
     def test_overlay_without_tree_is_refused(self) -> None:
         site = self.fake_torch(overlay=True, with_tree=False)
         proc = self.run_runner("--dry-run", synthetic=False, env=self.env(PYTHONPATH=str(site)))
-        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.returncode, 3)
         self.assertIn("pip install -e .", proc.stderr)
 
     def test_tree_without_regression_suites(self) -> None:
@@ -351,7 +376,7 @@ class TestTorchChecks(RunnerTestBase):
         env.pop("PYTHONPATH", None)
         # -S: no site-packages (nor .pth files), so no torch at all.
         proc = self.run_runner("--dry-run", synthetic=False, python_flags=("-S",), env=env)
-        self.assertEqual(proc.returncode, 2)
+        self.assertEqual(proc.returncode, 3)
         self.assertIn("torch is not installed", proc.stderr)
         self.assertIn("pip install -e .", proc.stderr)
 
@@ -400,58 +425,35 @@ class TestOpenReg(RunnerTestBase):
             raise RuntimeError("OpenRegKernels.cpp:12:5: error: 'foo' was not declared in this scope")
 
         status, out, err = self.main("-i", f"{OPENREG}/test_one", builder=failing)
-        self.assertEqual(status, 2)
+        self.assertEqual(status, 3)
         self.assertIn("OpenReg build failed", err)
         self.assertIn("error: 'foo' was not declared", err)
         self.assertNotIn("passed", out)
 
 
-class TestParsing(TestCase):
-    def test_classify(self) -> None:
-        self.assertEqual(runner.classify(1, "Ran 2 tests in 0.1s\n\nOK\n"), runner.FAILED)
-        self.assertEqual(runner.classify(0, "Ran 2 tests in 0.1s\n\nOK\n"), runner.PASSED)
-        self.assertEqual(runner.classify(0, "Ran 2 tests in 0.1s\n\nOK (skipped=2)\n"), runner.SKIPPED)
-        self.assertEqual(runner.classify(0, "Ran 3 tests in 0.1s\n\nOK (skipped=2)\n"), runner.PASSED)
-        self.assertEqual(runner.classify(0, "Ran 0 tests in 0.0s\n\nOK\n"), runner.SKIPPED)
-        self.assertEqual(runner.classify(0, "no unittest here\n"), runner.PASSED)
+class TestClassify(TestCase):
+    def test_status_from_pytest_exit_and_counts(self) -> None:
+        counts = runner.Counts
+        self.assertEqual(runner.classify(0, counts(tests=2, failed=0, skipped=0)), runner.PASSED)
+        self.assertEqual(runner.classify(0, counts(tests=3, failed=0, skipped=2)), runner.PASSED)
+        self.assertEqual(runner.classify(0, counts(tests=2, failed=0, skipped=2)), runner.SKIPPED)
+        self.assertEqual(runner.classify(5, None), runner.SKIPPED)  # nothing collected or selected
+        self.assertEqual(runner.classify(1, counts(tests=2, failed=1, skipped=0)), runner.FAILED)
+        self.assertEqual(runner.classify(2, None), runner.FAILED)  # a collection error
+        self.assertEqual(runner.classify(-11, None), runner.FAILED)  # killed by a signal
+        self.assertEqual(runner.classify(0, None), runner.FAILED)  # exit 0 but no report
+        self.assertEqual(runner.classify(3, None), runner.BROKEN)
+        self.assertEqual(runner.classify(4, None), runner.BROKEN)
 
-    def test_verbose_output_with_prints_docstrings_and_subtests(self) -> None:
-        output = textwrap.dedent("""\
-            test_a (__main__.T.test_a) ... some print
-            more print
-            ok
-            test_b (__main__.T.test_b)
-            The docstring. ... FAIL
-            test_c (__main__.T.test_c) ... skipped 'why not'
-            test_d (__main__.T.test_d) ...
-              test_d (__main__.T.test_d) (i=1) ... ERROR
-            test_e (__main__.T.test_e) ... expected failure
-
-            ======================================================================
-            FAIL: test_b (__main__.T.test_b)
-            The docstring.
-            ----------------------------------------------------------------------
-            AssertionError: b broke
-
-            ======================================================================
-            ERROR: test_d (__main__.T.test_d) (i=1)
-            ----------------------------------------------------------------------
-            RuntimeError: d broke
-
-            ----------------------------------------------------------------------
-            Ran 5 tests in 0.001s
-
-            FAILED (failures=1, errors=1, skipped=1, expected failures=1)
-            """)
-        cases = {case.name: case for case in runner.parse_cases("inductor/test_x", output)}
-        self.assertEqual(
-            {name: case.outcome for name, case in cases.items()},
-            {"test_a": "passed", "test_b": "failure", "test_c": "skipped", "test_d (i=1)": "error",
-             "test_e": "passed"},
-        )
-        self.assertEqual(cases["test_a"].classname, "inductor.test_x.T")
-        self.assertEqual(cases["test_c"].message, "why not")
-        self.assertIn("d broke", cases["test_d (i=1)"].detail)
+    def test_counts_from_junit_xml(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "report.xml"
+            path.write_text('<testsuites><testsuite name="a" tests="4" failures="1" errors="1" skipped="1">'
+                            "</testsuite></testsuites>")
+            self.assertEqual(runner.read_counts(path), runner.Counts(tests=4, failed=2, skipped=1))
+            path.write_text("<testsuites><testsuite")
+            self.assertIsNone(runner.read_counts(path))
+            self.assertIsNone(runner.read_counts(Path(tmp) / "missing.xml"))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The GitHub workflows: actionlint-clean, and CI runs exactly the README's commands.
 
-ci.yml must stay a copy of what a user does (README: `pip install -e .`, then
-`python test/run_test.py`), so a green CI means the documented path works.
+ci.yml and .ci/run must stay a copy of what a user does (README: `pip install -e . -r
+test/requirements.txt`, then `python test/run_test.py`), so a green CI means the documented path
+works.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from torch.testing._internal.common_utils import run_tests, TestCase
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
-WORKFLOW_FILES = ("ci.yml", "source-build.yml")
+WORKFLOW_FILES = ("ci.yml", "source-build.yml", "full-tier.yml")
+SETUP = "pip install -e . -r test/requirements.txt"
 # Used when README.md does not exist (yet).
-DEFAULT_COMMANDS = ["pip install -e .", "python test/run_test.py"]
+DEFAULT_COMMANDS = [SETUP, "python test/run_test.py"]
 # Lines of a README snippet that prepare a shell rather than being the project's commands.
 SHELL_SETUP = re.compile(r"^(python3?(\.\d+)? -m venv\b|source\s|\.\s+\S*activate\b)")
 
 
 def find_actionlint() -> str | None:
-    """The actionlint of this venv (a development requirement of `pip install -e .`), else PATH's."""
+    """The actionlint of this venv (in test/requirements.txt), else PATH's."""
     beside = Path(sys.executable).parent / "actionlint"
     return str(beside) if beside.is_file() else shutil.which("actionlint")
 
@@ -36,7 +38,7 @@ def readme_commands(readme: Path) -> list[str]:
     for block in re.findall(r"^```(?:bash|sh|shell|console)\n(.*?)^```", readme.read_text(), flags=re.M | re.S):
         commands = [line.strip().removeprefix("$ ") for line in block.splitlines()]
         commands = [c for c in commands if c and not c.startswith("#") and not SHELL_SETUP.match(c)]
-        if "pip install -e ." in commands:
+        if any(c.startswith("pip install -e .") for c in commands):
             return commands
     raise AssertionError(f"{readme} has no ```bash block with `pip install -e .`")
 
@@ -68,7 +70,7 @@ def run_commands(workflow: str) -> list[str]:
 class TestWorkflows(TestCase):
     def test_actionlint_reports_nothing(self) -> None:
         actionlint = find_actionlint()
-        self.assertIsNotNone(actionlint, "no `actionlint` executable: run `pip install -e .` in this venv")
+        self.assertIsNotNone(actionlint, f"no `actionlint` executable: run `{SETUP}` in this venv")
         assert actionlint is not None
         # shellcheck/pyflakes integration off: whether they happen to be installed must not
         # change the verdict between machines.
@@ -81,8 +83,7 @@ class TestWorkflows(TestCase):
 
     def test_ci_runs_exactly_the_readme_commands(self) -> None:
         expected = readme_commands(REPO / "README.md")
-        self.assertIn("pip install -e .", expected)
-        self.assertIn("python test/run_test.py", expected)
+        self.assertEqual(expected, DEFAULT_COMMANDS)
         actual = run_commands((WORKFLOWS / "ci.yml").read_text())
         self.assertEqual(len(actual), len(expected), f"ci.yml runs {actual}, README says {expected}")
         for ci_command, readme_command in zip(actual, expected):
@@ -91,6 +92,13 @@ class TestWorkflows(TestCase):
                 ci_command == readme_command or ci_command.startswith(readme_command + " --"),
                 f"ci.yml runs {ci_command!r} where the README says {readme_command!r}",
             )
+
+    def test_ci_script_runs_exactly_the_readme_commands(self) -> None:
+        script = (REPO / ".ci" / "run").read_text()
+        # After the venv is activated, the script's commands are the README's, in order.
+        after = script.split("/activate\"\n", 1)[1]
+        commands = [line.strip() for line in after.splitlines() if line.strip() and not line.startswith("#")]
+        self.assertEqual(commands, readme_commands(REPO / "README.md"))
 
     def test_actions_are_pinned_to_major_versions(self) -> None:
         for name in WORKFLOW_FILES:

@@ -15,7 +15,16 @@ put the staging directory (``<build dir>/python``) on ``sys.path``.
 
 import os
 
-import torch
+
+def _autoload() -> None:
+    """The `torch.backends` entry point: importing this package did the registering.
+
+    Defined before `import torch`: when this package is imported first, that import autoloads
+    the entry point while this module is still half-initialised.
+    """
+
+
+import torch  # noqa: E402
 
 BACKEND_NAME = "openreg"
 _LIB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib")
@@ -59,3 +68,8 @@ from .openreg import (  # noqa: E402,F401
     memory_allocated,
     set_device,
 )
+
+
+def _autoload() -> None:
+    """The `torch.backends` entry point: `import torch` imports this package, which registers
+    everything above; nothing is left to do here."""

@@ -1,0 +1,81 @@
+"""The overlay under another CPython (3.12 by default): installed with plain `pip install` from
+the sdist into a fresh venv, where the patches' regression suites must pass.
+
+Full tier (a fresh venv with torch's CUDA dependencies, the base wheel for that Python and the
+patch suites take several minutes): runs with `python test/run_test.py --full`, skips otherwise.
+`TORCH_OVERLAY_OTHER_PYTHON` names the interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from synthetic import REPO
+
+from torch.testing._internal.common_utils import run_tests, TestCase
+
+sys.path.insert(0, str(REPO))
+from torch_overlay.build_backend import write_sdist  # noqa: E402
+from torch_overlay.pin import load_pin  # noqa: E402
+from torch_overlay.project import Project  # noqa: E402
+from torch_overlay.series import read_series  # noqa: E402
+from torch_overlay.tree import overlay_version  # noqa: E402
+
+FULL_TIER = os.environ.get("TORCH_OVERLAY_TEST_TIER") == "full"
+PYTHON = os.environ.get("TORCH_OVERLAY_OTHER_PYTHON", "python3.12")
+PROJECT = Project.discover(REPO)
+VERSION = overlay_version(load_pin(PROJECT.pin_file).version, read_series(PROJECT.patches_dir))
+TIMEOUT = 3600
+
+
+@unittest.skipUnless(FULL_TIER, "full tier: `python test/run_test.py --full`")
+class TestOtherPython(TestCase):
+    def setUp(self) -> None:
+        super().setUp()
+        probe = subprocess.run([PYTHON, "-c", "pass"], capture_output=True) if shutil.which(PYTHON) else None
+        if probe is None or probe.returncode != 0:
+            self.fail(f"{PYTHON} does not run here; set TORCH_OVERLAY_OTHER_PYTHON to another CPython's path")
+        self._tmp = tempfile.TemporaryDirectory(prefix="other-python-")
+        self.tmp = Path(self._tmp.name)
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()  # the venv weighs ~7 GB
+        super().tearDown()
+
+    def run_checked(self, *cmd: str, **env: str) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(cmd, cwd=self.tmp, env={**os.environ, **env}, capture_output=True, text=True,
+                                timeout=TIMEOUT)
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).splitlines()[-60:])
+            self.fail(f"{' '.join(cmd[:4])} ... exited {result.returncode}:\n{tail}")
+        return result
+
+    def test_sdist_installs_and_the_patch_suites_pass(self) -> None:
+        sdist = self.tmp / f"torch-{VERSION}.tar.gz"
+        write_sdist(PROJECT, VERSION, sdist)
+        env_dir = self.tmp / "venv"
+        self.run_checked(PYTHON, "-m", "venv", str(env_dir))
+        python = str(env_dir / "bin" / "python")
+        self.run_checked(python, "-m", "pip", "install", "-q", str(sdist), "pytest", "numpy", "expecttest")
+        shown = self.run_checked(python, "-c", "import sys, torch; print(sys.version_info[:2], torch.__version__, "
+                                 "torch.__file__, len(torch.version.overlay_patches))").stdout
+        self.assertIn(f"{VERSION} {env_dir}", shown)  # the custom wheel, installed in that venv
+        self.assertNotIn(str(sys.version_info[:2]), shown)  # really another Python
+        # The regression tests the series adds, copied out of the fork tree (no bytecode left there).
+        tests = self.tmp / "test"
+        shutil.copytree(PROJECT.tree_dir / "test", tests, ignore=shutil.ignore_patterns("__pycache__"))
+        cache = self.tmp / "inductor-cache"
+        result = self.run_checked(python, "-m", "pytest", str(tests), "-p", "no:cacheprovider", "-q",
+                                  TORCHINDUCTOR_CACHE_DIR=str(cache))
+        self.assertRegex(result.stdout.splitlines()[-1], r"^=* ?\d+ passed")
+        self.assertNotIn("failed", result.stdout.splitlines()[-1])
+
+
+if __name__ == "__main__":
+    run_tests()
