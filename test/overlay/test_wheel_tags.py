@@ -142,7 +142,7 @@ class TestOtherPlatformWheels(TestCase):
 
         name, version, _, wheel_tags = parse_wheel_filename(wheel.name)
         self.assertEqual((name, {str(t) for t in wheel_tags}), ("torch", {tag}))
-        self.assertRegex(str(version), r"^2\.9\.1\+ovl1\.[0-9a-f]{8}$")
+        self.assertRegex(str(version), r"^2\.9\.1\+ovl1\.g[0-9a-f]{8}$")
         info = f"torch-{version}.dist-info"
         base_members, new_members = raw_members(p.wheel), raw_members(wheel)
         for member in compiled:
