@@ -6,6 +6,11 @@
 #include <ATen/core/Tensor.h>
 #include <torch/library.h>
 
+#include <c10/core/CachingDeviceAllocator.h>
+
+#include <condition_variable>
+#include <map>
+#include <memory>
 #include <mutex>
 
 namespace openreg {
@@ -35,33 +40,114 @@ int resolve(int64_t device) {
 }
 
 void op_synchronize(int64_t device) {
-  const auto old = current_device();
-  set_device(resolve(device));
-  const orError_t err = orDeviceSynchronize();
-  set_device(old);
-  OPENREG_CHECK(err);
+  synchronize_device(resolve(device));
 }
 
-int64_t op_memory_allocated(int64_t device) {
-  size_t bytes = 0;
-  OPENREG_CHECK(orMemGetAllocated(resolve(device), &bytes));
-  return static_cast<int64_t>(bytes);
+void op_init() {
+  lazy_init();
 }
 
-int64_t op_max_memory_allocated(int64_t device) {
-  size_t bytes = 0;
-  OPENREG_CHECK(orMemGetPeakAllocated(resolve(device), &bytes));
-  return static_cast<int64_t>(bytes);
+bool op_is_initialized() {
+  return is_initialized();
 }
 
+bool op_is_in_bad_fork() {
+  return is_in_bad_fork();
+}
+
+c10::DeviceAllocator& caching_allocator() {
+  return *static_cast<c10::DeviceAllocator*>(device_allocator());
+}
+
+// The allocator's statistics, flattened: for each StatArray of DeviceStats
+// (in declaration order) the aggregate current/peak/allocated/freed, then
+// the four counters. torch_openreg/openreg.py names them.
+std::vector<int64_t> op_memory_stats(int64_t device) {
+  const auto s = caching_allocator().getDeviceStats(resolve(device));
+  std::vector<int64_t> out;
+  for (const auto* array : {&s.allocation, &s.segment, &s.active, &s.inactive_split,
+                            &s.allocated_bytes, &s.reserved_bytes, &s.active_bytes,
+                            &s.inactive_split_bytes, &s.requested_bytes}) {
+    const auto& stat = (*array)[0];  // StatType::AGGREGATE
+    out.insert(out.end(), {stat.current, stat.peak, stat.allocated, stat.freed});
+  }
+  out.insert(out.end(), {s.num_alloc_retries, s.num_ooms, s.num_device_alloc, s.num_device_free});
+  return out;
+}
+
+void op_empty_cache() {
+  caching_allocator().emptyCache();
+}
+
+void op_reset_peak_memory_stats(int64_t device) {
+  caching_allocator().resetPeakStats(resolve(device));
+}
+
+void op_reset_accumulated_memory_stats(int64_t device) {
+  caching_allocator().resetAccumulatedStats(resolve(device));
+}
+
+// Live runtime allocations (segments) on the device, for leak checks.
 int64_t op_allocation_count(int64_t device) {
   size_t count = 0;
   OPENREG_CHECK(orMemGetAllocationCount(resolve(device), &count));
   return static_cast<int64_t>(count);
 }
 
-void op_reset_peak_memory_stats(int64_t device) {
-  OPENREG_CHECK(orMemResetPeakAllocated(resolve(device)));
+// Streams travel as [stream_id, device_index, device_type], the fields
+// torch.Stream is built from.
+std::vector<int64_t> pack(const c10::Stream& stream) {
+  return {stream.id(), stream.device_index(), static_cast<int64_t>(stream.device_type())};
+}
+
+std::vector<int64_t> op_current_stream(int64_t device) {
+  return pack(current_stream(resolve(device)));
+}
+
+std::vector<int64_t> op_default_stream(int64_t device) {
+  return pack(c10::Stream(c10::Stream::DEFAULT, c10::Device(c10::kPrivateUse1, resolve(device))));
+}
+
+void op_set_stream(int64_t device, int64_t stream_id) {
+  exchange_stream(c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, resolve(device)), stream_id));
+}
+
+// Stream blocks, for tests of asynchronous behaviour without sleeping: a
+// kernel that waits until the host releases it, so everything queued after
+// it on that stream is observably pending.
+struct StreamBlock {
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  bool released = false;
+};
+std::mutex g_blocks_mutex;
+std::map<int64_t, std::shared_ptr<StreamBlock>> g_blocks;
+int64_t g_next_block = 0;
+
+int64_t op_block_stream(int64_t device, int64_t stream_id) {
+  const c10::Stream stream(c10::Stream::UNSAFE, c10::Device(c10::kPrivateUse1, resolve(device)), stream_id);
+  auto block = std::make_shared<StreamBlock>();
+  launch(stream, [block] {
+    std::unique_lock<std::mutex> lock(block->mutex);
+    block->released_cv.wait(lock, [&] { return block->released; });
+  }, {});
+  std::lock_guard<std::mutex> lock(g_blocks_mutex);
+  g_blocks[++g_next_block] = block;
+  return g_next_block;
+}
+
+void op_release_stream_block(int64_t handle) {
+  std::shared_ptr<StreamBlock> block;
+  {
+    std::lock_guard<std::mutex> lock(g_blocks_mutex);
+    auto it = g_blocks.find(handle);
+    TORCH_CHECK(it != g_blocks.end(), "Unknown or already released openreg stream block ", handle);
+    block = it->second;
+    g_blocks.erase(it);
+  }
+  std::lock_guard<std::mutex> lock(block->mutex);
+  block->released = true;
+  block->released_cv.notify_all();
 }
 
 // Seeds travel as int64 (the only integer type of op schemas); the Python
@@ -104,10 +190,19 @@ TORCH_LIBRARY(_openreg, m) {
   m.def("set_device(int device) -> ()", &op_set_device);
   m.def("exchange_device(int device) -> int", &op_exchange_device);
   m.def("synchronize(int device) -> ()", &op_synchronize);
-  m.def("memory_allocated(int device) -> int", &op_memory_allocated);
-  m.def("max_memory_allocated(int device) -> int", &op_max_memory_allocated);
-  m.def("allocation_count(int device) -> int", &op_allocation_count);
+  m.def("init() -> ()", &op_init);
+  m.def("is_initialized() -> bool", &op_is_initialized);
+  m.def("is_in_bad_fork() -> bool", &op_is_in_bad_fork);
+  m.def("memory_stats(int device) -> int[]", &op_memory_stats);
+  m.def("empty_cache() -> ()", &op_empty_cache);
   m.def("reset_peak_memory_stats(int device) -> ()", &op_reset_peak_memory_stats);
+  m.def("reset_accumulated_memory_stats(int device) -> ()", &op_reset_accumulated_memory_stats);
+  m.def("allocation_count(int device) -> int", &op_allocation_count);
+  m.def("current_stream(int device) -> int[]", &op_current_stream);
+  m.def("default_stream(int device) -> int[]", &op_default_stream);
+  m.def("set_stream(int device, int stream_id) -> ()", &op_set_stream);
+  m.def("block_stream(int device, int stream_id) -> int", &op_block_stream);
+  m.def("release_stream_block(int handle) -> ()", &op_release_stream_block);
   m.def("manual_seed(int device, int seed) -> ()", &op_manual_seed);
   m.def("seed(int device) -> int", &op_seed);
   m.def("initial_seed(int device) -> int", &op_initial_seed);

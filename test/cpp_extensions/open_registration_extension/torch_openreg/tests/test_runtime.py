@@ -155,21 +155,48 @@ class TestOpenRegDevices(TestCase):
             self.assertEqual(torch.openreg.current_device(), 1)
 
     @needs_two_devices
-    def test_memory_returns_to_zero(self):
+    def test_memory_accounting_per_device(self):
+        torch.openreg.synchronize()
         gc.collect()
+        torch.openreg.empty_cache()
         before = [torch.openreg.memory_allocated(i) for i in range(2)]
-        count_before = torch.openreg._allocation_count(0)
+        segments_before = torch.openreg._allocation_count(0)
+        torch.openreg.reset_peak_memory_stats(0)
         a = torch.randn(256, 256).to("openreg:0")
         b = torch.empty(1000, dtype=torch.float64, device="openreg:1")
+        # Blocks are rounded up to 512 bytes.
         self.assertEqual(torch.openreg.memory_allocated(0), before[0] + 256 * 256 * 4)
-        self.assertEqual(torch.openreg.memory_allocated(1), before[1] + 8000)
+        self.assertEqual(torch.openreg.memory_allocated(1), before[1] + 8192)
         c = (a @ a).relu()  # results of fallback ops are device allocations too
         self.assertGreater(torch.openreg.memory_allocated(0), before[0] + 256 * 256 * 4)
-        self.assertGreaterEqual(torch.openreg.max_memory_allocated(0), torch.openreg.memory_allocated(0))
+        peak = torch.openreg.max_memory_allocated(0)
+        self.assertGreaterEqual(peak, torch.openreg.memory_allocated(0))
+        # The generic accelerator API reads the same DeviceAllocator.
+        self.assertEqual(torch.accelerator.memory_allocated(0), torch.openreg.memory_allocated(0))
+        self.assertEqual(torch.accelerator.memory_stats(0)["allocated_bytes.all.peak"], peak)
         del a, b, c
+        torch.openreg.synchronize()  # queued work may still hold the blocks
         gc.collect()
         self.assertEqual([torch.openreg.memory_allocated(i) for i in range(2)], before)
-        self.assertEqual(torch.openreg._allocation_count(0), count_before)
+        # Freed blocks stay cached (reserved) until empty_cache.
+        self.assertGreater(torch.openreg.memory_reserved(0), torch.openreg.memory_allocated(0))
+        self.assertEqual(torch.openreg.max_memory_allocated(0), peak)
+        torch.accelerator.empty_cache()
+        self.assertEqual(torch.openreg.memory_reserved(0), torch.openreg.memory_allocated(0))
+        self.assertEqual(torch.openreg._allocation_count(0), segments_before)
+        torch.accelerator.reset_peak_memory_stats(0)
+        self.assertEqual(torch.openreg.max_memory_allocated(0), torch.openreg.memory_allocated(0))
+
+    def test_cached_blocks_are_reused(self):
+        torch.openreg.synchronize()
+        torch.openreg.empty_cache()
+        x = torch.empty(1024, device="openreg")
+        segments = torch.openreg.memory_stats()["segment.all.current"]
+        del x
+        y = torch.empty(1000, device="openreg")  # fits the freed block
+        self.assertEqual(torch.openreg.memory_stats()["segment.all.current"], segments)
+        self.assertGreater(torch.openreg.memory_stats()["num_device_alloc"], 0)
+        del y
 
     def test_manual_seed_determinism(self):
         torch.manual_seed(123)
