@@ -43,6 +43,11 @@ void op_synchronize(int64_t device) {
   synchronize_device(resolve(device));
 }
 
+// Waits for the current stream of the device (-1: current device).
+void op_synchronize_stream(int64_t device) {
+  synchronize_stream(current_stream(resolve(device)));
+}
+
 void op_init() {
   lazy_init();
 }
@@ -190,6 +195,7 @@ TORCH_LIBRARY(_openreg, m) {
   m.def("set_device(int device) -> ()", &op_set_device);
   m.def("exchange_device(int device) -> int", &op_exchange_device);
   m.def("synchronize(int device) -> ()", &op_synchronize);
+  m.def("synchronize_stream(int device) -> ()", &op_synchronize_stream);
   m.def("init() -> ()", &op_init);
   m.def("is_initialized() -> bool", &op_is_initialized);
   m.def("is_in_bad_fork() -> bool", &op_is_in_bad_fork);

@@ -339,3 +339,19 @@ class _StreamBlock:
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
+
+
+# ----------------------------------------------------------------- Inductor
+
+_INDUCTOR_HOOKS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
+def __getattr__(name: str) -> Any:
+    # Inductor looks these up on the device module the first time it
+    # compiles for openreg; importing Inductor only then keeps
+    # `import torch_openreg` light.
+    if name in _INDUCTOR_HOOKS:
+        from . import inductor
+
+        return inductor.DEVICE_MODULE_HOOKS[name]
+    raise AttributeError(f"module 'torch.openreg' has no attribute {name!r}")

@@ -1,0 +1,120 @@
+"""Inductor integration: ``torch.compile(backend="inductor")`` on openreg.
+
+OpenReg device memory is host memory that only OpenReg's own code touches,
+so Inductor's C++ (CPU) code generator can serve as the device compiler:
+its kernels take raw pointers and run in the host process. What makes them
+"device" kernels is done here:
+
+* :class:`OpenRegWrapperCodegen` is Inductor's Python wrapper for the
+  device: before each generated C++ kernel it waits for the current stream
+  of the kernel's device, so the kernel sees every queued copy and kernel
+  that precedes it (OpenReg kernels run asynchronously on stream workers).
+* :class:`OpenRegDeviceOpOverrides`: the device snippets of that wrapper.
+
+Inductor finds this module lazily, through the hook it has for PrivateUse1
+backends: on first use it asks the device module (``torch.openreg``) for
+``Scheduling``, ``PythonWrapperCodegen``, ``CppWrapperCodegen`` and
+``WrapperFxCodegen`` (``torch._inductor.codegen.common.init_backend_registration``);
+``torch.openreg`` answers by importing this module, so ``import torch_openreg``
+does not pay for importing Inductor. Dynamo's ``DeviceInterface`` lives in
+:mod:`.compiler`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+from torch._inductor.codegen.common import (
+    DeviceOpOverrides,
+    get_device_op_overrides,
+    register_backend_for_device,
+    register_device_op_overrides,
+)
+from torch._inductor.codegen.cpp import CppScheduling
+from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+from torch._inductor.codegen.wrapper_fxir import WrapperFxCodegen
+
+from .compiler import OpenRegInterface
+
+BACKEND_NAME = "openreg"
+
+
+class OpenRegDeviceOpOverrides(DeviceOpOverrides):
+    """The Python snippets Inductor's wrapper emits for device handling."""
+
+    def import_get_raw_stream_as(self, name: str) -> str:
+        return f"from torch_openreg.inductor import get_raw_stream as {name}"
+
+    def set_device(self, device_idx: int) -> str:
+        return f"torch.openreg.set_device({device_idx})"
+
+    def synchronize(self) -> str:
+        return "torch.openreg.synchronize()"
+
+    def device_guard(self, device_idx: int) -> str:
+        return f"torch.openreg.device({device_idx})"
+
+
+def get_raw_stream(device_idx: int) -> int:
+    """Inductor's stream handle for the device: the current stream's id."""
+    return OpenRegInterface.get_raw_stream(device_idx)
+
+
+def wait_for_current_stream(device_index: int) -> None:
+    """Called by generated code before each C++ kernel (see module doc)."""
+    torch.ops._openreg.synchronize_stream(device_index)
+
+
+class OpenRegWrapperCodegen(PythonWrapperCodegen):
+    @staticmethod
+    def create(
+        is_subgraph: bool,
+        subgraph_name: Optional[str],
+        parent_wrapper: Optional[PythonWrapperCodegen],
+        partition_signatures: Optional[Any] = None,
+    ) -> PythonWrapperCodegen:
+        if is_subgraph:
+            # Subgraphs (cond/while bodies) share the parent's header.
+            return PythonWrapperCodegen.create(is_subgraph, subgraph_name, parent_wrapper, partition_signatures)
+        return OpenRegWrapperCodegen()
+
+    def write_header(self) -> None:
+        super().write_header()
+        self.imports.splice("from torch_openreg.inductor import wait_for_current_stream", strip=True)
+
+    def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, *, device: Any = None,
+                                     triton: bool = True, **kwargs: Any) -> None:
+        device = device or torch._inductor.virtualized.V.graph.get_current_device_or_throw()
+        if device.type != BACKEND_NAME:
+            super()._generate_kernel_call_helper(kernel_name, call_args, device=device, triton=triton, **kwargs)
+            return
+        index = -1 if device.index is None else device.index
+        self.writeline(f"wait_for_current_stream({index})")
+        self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+
+
+class OpenRegCppWrapperCodegen(PythonWrapperCodegen):
+    """``cpp_wrapper=True`` would need a C++ wrapper that synchronizes the
+    stream before each kernel; not provided, so refuse clearly."""
+
+    @staticmethod
+    def create(*args: Any, **kwargs: Any) -> PythonWrapperCodegen:
+        raise NotImplementedError(
+            "torch._inductor.config.cpp_wrapper=True is not supported on openreg: "
+            "compile with the default Python wrapper"
+        )
+
+
+# What Inductor asks the device module for, by name (see the module doc).
+DEVICE_MODULE_HOOKS: dict[str, type] = {
+    "Scheduling": CppScheduling,
+    "PythonWrapperCodegen": OpenRegWrapperCodegen,
+    "CppWrapperCodegen": OpenRegCppWrapperCodegen,
+    "WrapperFxCodegen": WrapperFxCodegen,
+}
+
+# The built-in op overrides register lazily, on the first lookup: do that
+# first, or ours would keep them from ever being registered.
+get_device_op_overrides("cpu")
+register_device_op_overrides(BACKEND_NAME, OpenRegDeviceOpOverrides())
