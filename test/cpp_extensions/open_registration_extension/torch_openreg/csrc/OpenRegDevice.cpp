@@ -11,6 +11,8 @@
 #include <ATen/core/GeneratorForPrivateuseone.h>
 #include <ATen/detail/PrivateUse1HooksInterface.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/ApproximateClock.h>
+#include <torch/csrc/profiler/stubs/base.h>
 
 #include <pthread.h>
 
@@ -753,6 +755,69 @@ struct OpenRegGuardImpl final : public c10::impl::DeviceGuardImplInterface {
 };
 
 C10_REGISTER_GUARD_IMPL(PrivateUse1, OpenRegGuardImpl);
+
+// --------------------------------------------------------------- profiler
+
+// Device timing for the autograd profiler's PrivateUse1 fallback
+// (torch.autograd.profiler.profile(use_device="openreg")): each op is
+// bracketed by timing events recorded on the current stream.
+struct OpenRegProfilerStubs final : public torch::profiler::impl::ProfilerStubs {
+  void record(
+      c10::DeviceIndex* device,
+      torch::profiler::impl::ProfilerVoidEventStub* event,
+      int64_t* cpu_ns) const override {
+    const auto index = current_device();
+    if (device != nullptr) {
+      *device = index;
+    }
+    orEvent_t e = nullptr;
+    OPENREG_CHECK(orEventCreateWithFlags(&e, orEventEnableTiming));
+    *event = std::shared_ptr<void>(e, [](void* p) { (void)orEventDestroy(static_cast<orEvent_t>(p)); });
+    if (cpu_ns != nullptr) {
+      *cpu_ns = c10::getTime();
+    }
+    OPENREG_CHECK(orEventRecord(e, native_stream(current_stream(index))));
+  }
+
+  float elapsed(
+      const torch::profiler::impl::ProfilerVoidEventStub* start,
+      const torch::profiler::impl::ProfilerVoidEventStub* end) const override {
+    auto* a = static_cast<orEvent_t>(start->get());
+    auto* b = static_cast<orEvent_t>(end->get());
+    OPENREG_CHECK(orEventSynchronize(a));
+    OPENREG_CHECK(orEventSynchronize(b));
+    float ms = 0;
+    OPENREG_CHECK(orEventElapsedTime(&ms, a, b));
+    return ms * 1000.0f;  // the profiler works in microseconds
+  }
+
+  void mark(const char*) const override {}
+  void rangePush(const char*) const override {}
+  void rangePop() const override {}
+
+  bool enabled() const override {
+    return true;
+  }
+
+  void onEachDevice(std::function<void(int)> op) const override {
+    for (c10::DeviceIndex i = 0; i < device_count(); ++i) {
+      c10::DeviceGuard guard(c10::Device(c10::kPrivateUse1, i));
+      op(i);
+    }
+  }
+
+  void synchronize() const override {
+    for (c10::DeviceIndex i = 0; i < device_count(); ++i) {
+      synchronize_device(i);
+    }
+  }
+};
+
+const bool g_profiler_registered = [] {
+  static OpenRegProfilerStubs stubs;
+  torch::profiler::impl::registerPrivateUse1Methods(&stubs);
+  return true;
+}();
 
 // ------------------------------------------------------------------ hooks
 

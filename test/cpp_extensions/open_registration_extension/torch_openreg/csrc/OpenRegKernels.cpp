@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -413,8 +414,56 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
 }
 
+// ------------------------------------------------- custom ops (openreg::)
+//
+// How a backend adds its own operators: `torch.ops.openreg.custom_abs` is a
+// device kernel (queued on the current stream) with a Meta kernel for
+// tracing; its autograd formula is registered from Python
+// (torch_openreg/custom_ops.py). `custom_flat_view` returns an alias of its
+// input, declared with the (a) annotation; being CompositeImplicitAutograd,
+// it gets autograd and view tracking from the view op it is built from.
+
+Tensor custom_abs(const Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::empty(self.sizes(), self.options());
+  if (self.numel() > 0) {
+    DeviceSpan in(self);
+    DeviceSpan result(out);
+    launch(stream_of(self), [in, result] {
+      Tensor dst = result.view();
+      at::abs_out(dst, in.view());
+    }, {});
+  }
+  return out;
+}
+
+Tensor custom_abs_meta(const Tensor& self) {
+  return at::empty(self.sizes(), self.options());
+}
+
+Tensor custom_flat_view(const Tensor& self) {
+  return self.view({-1});
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
 }  // namespace openreg
+
+TORCH_LIBRARY(openreg, m) {
+  m.def("custom_abs(Tensor input) -> Tensor");
+  m.def("custom_flat_view(Tensor(a) self) -> Tensor(a)");
+}
+
+TORCH_LIBRARY_IMPL(openreg, PrivateUse1, m) {
+  m.impl("custom_abs", TORCH_FN(::openreg::custom_abs));
+}
+
+TORCH_LIBRARY_IMPL(openreg, Meta, m) {
+  m.impl("custom_abs", TORCH_FN(::openreg::custom_abs_meta));
+}
+
+TORCH_LIBRARY_IMPL(openreg, CompositeImplicitAutograd, m) {
+  m.impl("custom_flat_view", TORCH_FN(::openreg::custom_flat_view));
+}

@@ -4,6 +4,7 @@
 #include "OpenRegCommon.h"
 
 #include <ATen/core/Tensor.h>
+#include <torch/csrc/jit/serialization/pickler_helper.h>
 #include <torch/library.h>
 
 #include <c10/core/CachingDeviceAllocator.h>
@@ -98,6 +99,53 @@ int64_t op_allocation_count(int64_t device) {
   OPENREG_CHECK(orMemGetAllocationCount(resolve(device), &count));
   return static_cast<int64_t>(count);
 }
+
+// Backend metadata: per-tensor state a backend keeps beside the data (here a
+// flag a real backend might use for a private memory format). It lives on
+// the TensorImpl, and torch.save / torch.load carry it through the
+// TensorBackendMetaRegistry functions below.
+constexpr const char* kPrivateFormatKey = "openreg_private_format";
+
+struct OpenRegBackendMeta final : public c10::BackendMeta {
+  explicit OpenRegBackendMeta(bool private_format) : private_format(private_format) {}
+  c10::intrusive_ptr<c10::BackendMeta> clone(const c10::intrusive_ptr<c10::BackendMeta>&) const override {
+    return c10::make_intrusive<OpenRegBackendMeta>(private_format);
+  }
+  bool private_format;
+};
+
+void op_set_private_format(const at::Tensor& self, bool value) {
+  TORCH_CHECK(self.is_privateuseone(), "set_private_format expects an openreg tensor, got one on ", self.device());
+  self.unsafeGetTensorImpl()->set_backend_meta(c10::make_intrusive<OpenRegBackendMeta>(value));
+}
+
+// None when the tensor carries no OpenReg metadata.
+std::optional<bool> op_private_format(const at::Tensor& self) {
+  auto* meta = dynamic_cast<OpenRegBackendMeta*>(self.unsafeGetTensorImpl()->get_backend_meta());
+  if (meta == nullptr) {
+    return std::nullopt;
+  }
+  return meta->private_format;
+}
+
+void serialize_backend_meta(const at::Tensor& t, std::unordered_map<std::string, bool>& metadata) {
+  if (const auto value = op_private_format(t)) {
+    metadata[kPrivateFormatKey] = *value;
+  }
+}
+
+void deserialize_backend_meta(const at::Tensor& t, std::unordered_map<std::string, bool>& metadata) {
+  const auto it = metadata.find(kPrivateFormatKey);
+  if (it != metadata.end()) {
+    op_set_private_format(t, it->second);
+  }
+}
+
+const bool g_backend_meta_registered = [] {
+  torch::jit::TensorBackendMetaRegistry(
+      c10::DeviceType::PrivateUse1, &serialize_backend_meta, &deserialize_backend_meta);
+  return true;
+}();
 
 // Streams travel as [stream_id, device_index, device_type], the fields
 // torch.Stream is built from.
@@ -204,6 +252,8 @@ TORCH_LIBRARY(_openreg, m) {
   m.def("reset_peak_memory_stats(int device) -> ()", &op_reset_peak_memory_stats);
   m.def("reset_accumulated_memory_stats(int device) -> ()", &op_reset_accumulated_memory_stats);
   m.def("allocation_count(int device) -> int", &op_allocation_count);
+  m.def("set_private_format(Tensor self, bool value) -> ()", &op_set_private_format);
+  m.def("private_format(Tensor self) -> bool?", &op_private_format);
   m.def("current_stream(int device) -> int[]", &op_current_stream);
   m.def("default_stream(int device) -> int[]", &op_default_stream);
   m.def("set_stream(int device, int stream_id) -> ()", &op_set_stream);

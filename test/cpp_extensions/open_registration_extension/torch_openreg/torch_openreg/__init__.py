@@ -51,6 +51,7 @@ _load_library()
 _register_backend()
 
 from . import compiler  # noqa: E402,F401  (registers the torch.compile backend)
+from . import custom_ops  # noqa: E402,F401  (autograd of torch.ops.openreg.*)
 from .openreg import (  # noqa: E402,F401
     current_device,
     device_count,
