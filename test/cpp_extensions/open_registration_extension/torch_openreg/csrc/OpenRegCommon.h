@@ -66,10 +66,25 @@ void synchronize_device(c10::DeviceIndex index);
 // Runs `kernel` on the stream's worker thread, in order with its other work.
 // `keep` (the storages the kernel or a just-queued copy touches) stays alive
 // until then, so the caching allocator cannot hand their memory out early.
+// Kernels run inside a device access window (device memory is otherwise not
+// host-accessible, see openreg.h) unless accesses_memory is false.
 void launch(
     const c10::Stream& stream,
     std::function<void()> kernel,
-    std::vector<c10::Storage> keep);
+    std::vector<c10::Storage> keep,
+    bool accesses_memory = true);
+// An access window for the scope (RAII over orDeviceAccessBegin/End); a
+// no-op when `open` is false.
+class DeviceAccess {
+ public:
+  explicit DeviceAccess(bool open = true);
+  ~DeviceAccess();
+  DeviceAccess(const DeviceAccess&) = delete;
+  DeviceAccess& operator=(const DeviceAccess&) = delete;
+
+ private:
+  bool open_;
+};
 // Queues an (already checked) async copy on `stream`, keeping `keep` alive.
 void copy_async(
     const c10::Stream& stream,

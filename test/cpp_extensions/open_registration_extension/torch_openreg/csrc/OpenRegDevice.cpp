@@ -126,6 +126,7 @@ thread_local c10::StreamId current_stream_ids[kMaxDevices] = {};
 struct Work {
   std::function<void()> kernel;
   std::vector<c10::Storage> keep;
+  bool accesses_memory;
 };
 
 // First error thrown by a kernel on a worker thread; reported (and cleared)
@@ -150,6 +151,7 @@ void release_finished_work() {
 void run_work(void* data) {
   std::unique_ptr<Work> work(static_cast<Work*>(data));
   if (work->kernel) {
+    DeviceAccess access(work->accesses_memory);
     try {
       work->kernel();
     } catch (const std::exception& e) {
@@ -224,10 +226,26 @@ void synchronize_stream(const c10::Stream& stream) {
   check_async_error();
 }
 
-void launch(const c10::Stream& stream, std::function<void()> kernel, std::vector<c10::Storage> keep) {
+DeviceAccess::DeviceAccess(bool open) : open_(open) {
+  if (open_) {
+    OPENREG_CHECK(orDeviceAccessBegin());
+  }
+}
+
+DeviceAccess::~DeviceAccess() {
+  if (open_) {
+    (void)orDeviceAccessEnd();  // balanced by construction
+  }
+}
+
+void launch(
+    const c10::Stream& stream,
+    std::function<void()> kernel,
+    std::vector<c10::Storage> keep,
+    bool accesses_memory) {
   release_finished_work();
   orStream_t handle = native_stream(stream);
-  auto work = std::make_unique<Work>(Work{std::move(kernel), std::move(keep)});
+  auto work = std::make_unique<Work>(Work{std::move(kernel), std::move(keep), accesses_memory});
   OPENREG_CHECK(orLaunchHostFunc(handle, &run_work, work.get()));
   work.release();  // owned by run_work now
 }

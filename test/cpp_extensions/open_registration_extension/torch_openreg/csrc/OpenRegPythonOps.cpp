@@ -49,6 +49,17 @@ void op_synchronize_stream(int64_t device) {
   synchronize_stream(current_stream(resolve(device)));
 }
 
+// Access windows for kernels that run in the host process on device memory
+// (Inductor's C++ kernels): wait for the current stream, then open one.
+void op_device_access_begin(int64_t device) {
+  synchronize_stream(current_stream(resolve(device)));
+  OPENREG_CHECK(orDeviceAccessBegin());
+}
+
+void op_device_access_end() {
+  OPENREG_CHECK(orDeviceAccessEnd());
+}
+
 void op_init() {
   lazy_init();
 }
@@ -183,7 +194,7 @@ int64_t op_block_stream(int64_t device, int64_t stream_id) {
   launch(stream, [block] {
     std::unique_lock<std::mutex> lock(block->mutex);
     block->released_cv.wait(lock, [&] { return block->released; });
-  }, {});
+  }, {}, /*accesses_memory=*/false);
   std::lock_guard<std::mutex> lock(g_blocks_mutex);
   g_blocks[++g_next_block] = block;
   return g_next_block;
@@ -244,6 +255,8 @@ TORCH_LIBRARY(_openreg, m) {
   m.def("exchange_device(int device) -> int", &op_exchange_device);
   m.def("synchronize(int device) -> ()", &op_synchronize);
   m.def("synchronize_stream(int device) -> ()", &op_synchronize_stream);
+  m.def("device_access_begin(int device) -> ()", &op_device_access_begin);
+  m.def("device_access_end() -> ()", &op_device_access_end);
   m.def("init() -> ()", &op_init);
   m.def("is_initialized() -> bool", &op_is_initialized);
   m.def("is_in_bad_fork() -> bool", &op_is_in_bad_fork);

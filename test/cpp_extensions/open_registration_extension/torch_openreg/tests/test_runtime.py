@@ -8,6 +8,9 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 import ctypes
 import gc
 import os
+import signal
+import subprocess
+import sys
 import unittest
 
 import torch
@@ -296,6 +299,32 @@ class TestOpenRegRuntimeLayer(TestCase):
         self.assertEqual(self.rt.orFree(ptr), 0)
         self.assertEqual(self.rt.orFree(ptr), 4)  # double free is detected
         self.assertEqual(self.rt.orGetErrorString(4), b"invalid device pointer")
+
+    def test_device_memory_is_not_host_accessible(self):
+        # Like a real accelerator: a host read of a device pointer faults.
+        code = (
+            "import ctypes, torch, torch_openreg\n"
+            "t = torch.ones(4, device='openreg')\n"
+            "torch.openreg.synchronize()\n"
+            "print(ctypes.string_at(t.data_ptr(), 4))\n"
+        )
+        # cwd: the staged package's parent, so `-c` cannot pick up the
+        # unbuilt source package from the current directory instead.
+        staged = os.path.dirname(os.path.dirname(torch_openreg.__file__))
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=staged
+        )
+        self.assertEqual(proc.returncode, -signal.SIGSEGV, proc.stdout + proc.stderr)
+        # Inside an access window (what OpenReg's kernels use) it is readable.
+        t = torch.full((4,), 2.0, device="openreg")
+        torch.openreg.synchronize()
+        self.assertEqual(self.rt.orDeviceAccessBegin(), 0)
+        try:
+            raw = ctypes.string_at(t.data_ptr(), 16)
+        finally:
+            self.assertEqual(self.rt.orDeviceAccessEnd(), 0)
+        self.assertEqual(torch.frombuffer(bytearray(raw), dtype=torch.float32), torch.full((4,), 2.0))
+        self.assertEqual(self.rt.orDeviceAccessEnd(), 1)  # unbalanced End is refused
 
 
 if __name__ == "__main__":

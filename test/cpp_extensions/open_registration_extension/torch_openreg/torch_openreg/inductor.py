@@ -6,9 +6,11 @@ its kernels take raw pointers and run in the host process. What makes them
 "device" kernels is done here:
 
 * :class:`OpenRegWrapperCodegen` is Inductor's Python wrapper for the
-  device: before each generated C++ kernel it waits for the current stream
-  of the kernel's device, so the kernel sees every queued copy and kernel
-  that precedes it (OpenReg kernels run asynchronously on stream workers).
+  device: it runs each generated C++ kernel inside :func:`device_access`,
+  which waits for the current stream of the kernel's device (so the kernel
+  sees every queued copy and kernel before it: OpenReg work runs
+  asynchronously on stream workers) and opens a device access window
+  (device memory is not host-accessible otherwise).
 * :class:`OpenRegDeviceOpOverrides`: the device snippets of that wrapper.
 
 Inductor finds this module lazily, through the hook it has for PrivateUse1
@@ -22,7 +24,8 @@ does not pay for importing Inductor. Dynamo's ``DeviceInterface`` lives in
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+from typing import Any, Iterator, Optional
 
 import torch
 from torch._inductor.codegen.common import (
@@ -61,9 +64,14 @@ def get_raw_stream(device_idx: int) -> int:
     return OpenRegInterface.get_raw_stream(device_idx)
 
 
-def wait_for_current_stream(device_index: int) -> None:
-    """Called by generated code before each C++ kernel (see module doc)."""
-    torch.ops._openreg.synchronize_stream(device_index)
+@contextlib.contextmanager
+def device_access(device_index: int) -> Iterator[None]:
+    """Wraps each generated C++ kernel call (see the module doc)."""
+    torch.ops._openreg.device_access_begin(device_index)
+    try:
+        yield
+    finally:
+        torch.ops._openreg.device_access_end()
 
 
 class OpenRegWrapperCodegen(PythonWrapperCodegen):
@@ -81,7 +89,7 @@ class OpenRegWrapperCodegen(PythonWrapperCodegen):
 
     def write_header(self) -> None:
         super().write_header()
-        self.imports.splice("from torch_openreg.inductor import wait_for_current_stream", strip=True)
+        self.imports.splice("from torch_openreg.inductor import device_access", strip=True)
 
     def _generate_kernel_call_helper(self, kernel_name: str, call_args: Any, *, device: Any = None,
                                      triton: bool = True, **kwargs: Any) -> None:
@@ -90,8 +98,7 @@ class OpenRegWrapperCodegen(PythonWrapperCodegen):
             super()._generate_kernel_call_helper(kernel_name, call_args, device=device, triton=triton, **kwargs)
             return
         index = -1 if device.index is None else device.index
-        self.writeline(f"wait_for_current_stream({index})")
-        self.writeline(self.wrap_kernel_call(kernel_name, call_args))
+        self.writeline(f"with device_access({index}): {self.wrap_kernel_call(kernel_name, call_args)}")
 
 
 class OpenRegCppWrapperCodegen(PythonWrapperCodegen):

@@ -74,7 +74,16 @@ OPENREG_EXPORT orError_t orDeviceSynchronize(void);
 
 /* Device memory. orMalloc allocates on the current device; size 0 yields
  * NULL. orFree(NULL) is a no-op. Freeing does not wait for queued work: the
- * caller must not free memory that queued work still uses. */
+ * caller must not free memory that queued work still uses.
+ *
+ * Device memory is not host-accessible: reading or writing it from the host
+ * faults, except inside an access window. The runtime's own copies open one;
+ * kernels that compute on device memory in the host process (the
+ * integration's kernels) bracket their work with orDeviceAccessBegin/End.
+ * Windows nest and may overlap across threads; protection is process-wide,
+ * so all device memory is accessible while any window is open. */
+OPENREG_EXPORT orError_t orDeviceAccessBegin(void);
+OPENREG_EXPORT orError_t orDeviceAccessEnd(void);
 OPENREG_EXPORT orError_t orMalloc(void** ptr, size_t size);
 OPENREG_EXPORT orError_t orFree(void* ptr);
 /* Device owning ptr (ptr may point anywhere inside an allocation). */

@@ -1,13 +1,19 @@
 // Implementation of the OpenReg device runtime (see include/openreg.h).
 //
-// Device memory is ordinary host memory, but every allocation is tracked in a
-// registry keyed by address so that copies can be validated (a "device"
-// pointer must lie inside a live allocation) and per-device usage can be
-// reported. Streams are FIFO queues, each drained by its own worker thread.
-// Written in C++ internally, exported as a C ABI.
+// Device memory is host memory mapped with mmap, but kept inaccessible
+// (PROT_NONE) except while OpenReg's own code works on it: the runtime's
+// copies and memsets, and kernels bracketed by orDeviceAccessBegin/End. So a
+// host read of a device pointer crashes, as on a real accelerator, instead of
+// silently working. Every allocation is tracked in a registry keyed by
+// address so that copies can be validated (a "device" pointer must lie
+// inside a live allocation) and per-device usage can be reported. Streams
+// are FIFO queues, each drained by its own worker thread. Written in C++
+// internally, exported as a C ABI.
 #include "openreg.h"
 
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -262,6 +268,57 @@ void* aligned_host_alloc(size_t size) {
   return std::aligned_alloc(kAlignment, rounded);
 }
 
+// --- device memory protection ------------------------------------------------
+// Device memory is readable and writable only while at least one access
+// window (orDeviceAccessBegin/End, or a runtime copy) is open. Windows nest
+// across threads; page protection is process-wide, so memory is protected
+// again when the last one closes.
+std::mutex g_access_mutex;  // taken before the registry mutex
+int g_open_windows = 0;      // guarded by g_access_mutex
+
+size_t page_rounded(size_t size) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (size + page - 1) / page * page;
+}
+
+// Applies `prot` to every device allocation; caller holds g_access_mutex.
+void protect_all(int prot) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  for (const auto& [base, a] : r.allocations) {
+    if (a.device >= 0) {
+      mprotect(reinterpret_cast<void*>(base), page_rounded(a.size), prot);
+    }
+  }
+}
+
+void open_window() {
+  std::lock_guard<std::mutex> lock(g_access_mutex);
+  if (g_open_windows++ == 0) {
+    protect_all(PROT_READ | PROT_WRITE);
+  }
+}
+
+// Returns false (and changes nothing) when no window is open.
+bool close_window() {
+  std::lock_guard<std::mutex> lock(g_access_mutex);
+  if (g_open_windows == 0) {
+    return false;
+  }
+  if (--g_open_windows == 0) {
+    protect_all(PROT_NONE);
+  }
+  return true;
+}
+
+// Runs `body` inside an access window.
+template <typename F>
+void with_access(F&& body) {
+  open_window();
+  body();
+  close_window();
+}
+
 // Checks the device sides of a copy; the direction is part of the contract,
 // which catches use-after-free and out-of-bounds copies at queue time.
 orError_t check_copy(void* dst, const void* src, size_t count, orMemcpyKind kind) {
@@ -391,8 +448,10 @@ orError_t orMalloc(void** ptr, size_t size) {
   if (size == 0) {
     return orSuccess;
   }
-  void* mem = aligned_host_alloc(size);
-  if (mem == nullptr) {
+  std::lock_guard<std::mutex> access(g_access_mutex);
+  const int prot = g_open_windows > 0 ? PROT_READ | PROT_WRITE : PROT_NONE;
+  void* mem = mmap(nullptr, page_rounded(size), prot, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
     return orErrorMemoryAllocation;
   }
   Registry& r = registry();
@@ -411,20 +470,26 @@ static orError_t free_tracked(void* ptr, bool pinned) {
     return orSuccess;
   }
   Registry& r = registry();
+  size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(r.mutex);
     auto it = r.allocations.find(reinterpret_cast<uintptr_t>(ptr));
     if (it == r.allocations.end() || (it->second.device < 0) != pinned) {
       return orErrorInvalidDevicePointer;  // not a base pointer we handed out
     }
+    size = it->second.size;
     if (!pinned) {
       DeviceStats& s = r.stats[it->second.device];
-      s.allocated -= it->second.size;
+      s.allocated -= size;
       s.count -= 1;
     }
     r.allocations.erase(it);
   }
-  std::free(ptr);
+  if (pinned) {
+    std::free(ptr);
+  } else {
+    munmap(ptr, page_rounded(size));
+  }
   return orSuccess;
 }
 
@@ -480,6 +545,15 @@ orError_t orPointerIsPinned(const void* ptr, int* is_pinned) {
   return orSuccess;
 }
 
+orError_t orDeviceAccessBegin(void) {
+  open_window();
+  return orSuccess;
+}
+
+orError_t orDeviceAccessEnd(void) {
+  return close_window() ? orSuccess : orErrorInvalidValue;  // unbalanced End
+}
+
 orError_t orMemcpy(void* dst, const void* src, size_t count, orMemcpyKind kind) {
   if (count == 0) {
     return orSuccess;
@@ -488,7 +562,7 @@ orError_t orMemcpy(void* dst, const void* src, size_t count, orMemcpyKind kind) 
   if (err != orSuccess) {
     return err;
   }
-  return run_on_default_stream([=] { std::memmove(dst, src, count); });
+  return run_on_default_stream([=] { with_access([&] { std::memmove(dst, src, count); }); });
 }
 
 orError_t orMemcpyAsync(
@@ -507,7 +581,7 @@ orError_t orMemcpyAsync(
   if (err != orSuccess) {
     return err;
   }
-  stream->enqueue([=] { std::memmove(dst, src, count); });
+  stream->enqueue([=] { with_access([&] { std::memmove(dst, src, count); }); });
   return orSuccess;
 }
 
@@ -518,7 +592,7 @@ orError_t orMemset(void* dst, int value, size_t count) {
   if (!is_device_range(dst, count)) {
     return orErrorInvalidDevicePointer;
   }
-  return run_on_default_stream([=] { std::memset(dst, value, count); });
+  return run_on_default_stream([=] { with_access([&] { std::memset(dst, value, count); }); });
 }
 
 static orError_t read_stat(int device, size_t* out, size_t DeviceStats::*field) {
