@@ -156,7 +156,8 @@ class TestOpenRegStreams(TestCase):
     def test_streams_are_per_device(self):
         s1 = torch.openreg.Stream(device=1)
         self.assertEqual(s1.device_index, 1)
-        x = torch.zeros(4, device="openreg:1")
+        x = torch.zeros(4, device="openreg:1")  # written on device 1's default stream
+        s1.wait_stream(torch.openreg.default_stream(1))  # else the fill may race it
         with torch.openreg.stream(s1):
             self.assertEqual(torch.openreg.current_device(), 1)
             x.fill_(4.0)
