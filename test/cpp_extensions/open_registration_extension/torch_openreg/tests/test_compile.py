@@ -295,6 +295,13 @@ class TestOpenRegInductor(TestCase):
             ref.zero_grad()
         self.assertEqual(counter.frame_count, 1)  # one dynamic graph for all sizes
 
+    def test_masked_loads(self, device):
+        # Padding reads its input through a masked load: on 2.9.1 Inductor
+        # mistook openreg's C++ kernels for Triton ones there.
+        fn = torch.compile(lambda t: torch.nn.functional.pad(t, (1, 2)) * 2, backend="inductor")
+        x = torch.arange(6.0).reshape(2, 3)
+        self.assertEqual(fn(x.to(device)).cpu(), torch.nn.functional.pad(x, (1, 2)) * 2)
+
     def test_cpp_wrapper_refused_clearly(self, device):
         fn = torch.compile(lambda t: t + 1, backend="inductor")
         with torch._inductor.config.patch(cpp_wrapper=True):

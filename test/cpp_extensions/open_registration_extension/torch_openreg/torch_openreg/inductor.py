@@ -12,6 +12,8 @@ its kernels take raw pointers and run in the host process. What makes them
   asynchronously on stream workers) and opens a device access window
   (device memory is not host-accessible otherwise).
 * :class:`OpenRegDeviceOpOverrides`: the device snippets of that wrapper.
+* :class:`OpenRegScheduling`: ``CppScheduling``, made to generate code as
+  for the CPU (see its doc).
 
 Inductor finds this module lazily, through the hook it has for PrivateUse1
 backends: on first use it asks the device module (``torch.openreg``) for
@@ -101,6 +103,30 @@ class OpenRegWrapperCodegen(PythonWrapperCodegen):
         self.writeline(f"with device_access({index}): {self.wrap_kernel_call(kernel_name, call_args)}")
 
 
+class OpenRegScheduling(CppScheduling):
+    """Inductor's C++ kernel generator for openreg.
+
+    On 2.9.1, ``torch._inductor.utils.get_current_backend`` reports
+    ``config.cuda_backend`` ("triton") for every device but the CPU and MPS,
+    and the C++ kernel code generator consults it (e.g. for the result type
+    of ``masked`` in ``codegen/common.py``), so kernels with masked loads
+    failed to generate. While generating OpenReg's kernels, the backend is
+    therefore named as what it is: "cpp".
+    """
+
+    def codegen_node(self, node: Any) -> None:
+        with torch._inductor.config.patch(cuda_backend="cpp"):
+            super().codegen_node(node)
+
+    def codegen_template(self, *args: Any, **kwargs: Any) -> Any:
+        with torch._inductor.config.patch(cuda_backend="cpp"):
+            return super().codegen_template(*args, **kwargs)
+
+    def flush(self) -> None:
+        with torch._inductor.config.patch(cuda_backend="cpp"):
+            super().flush()
+
+
 class OpenRegCppWrapperCodegen(PythonWrapperCodegen):
     """``cpp_wrapper=True`` would need a C++ wrapper that synchronizes the
     stream before each kernel; not provided, so refuse clearly."""
@@ -115,7 +141,7 @@ class OpenRegCppWrapperCodegen(PythonWrapperCodegen):
 
 # What Inductor asks the device module for, by name (see the module doc).
 DEVICE_MODULE_HOOKS: dict[str, type] = {
-    "Scheduling": CppScheduling,
+    "Scheduling": OpenRegScheduling,
     "PythonWrapperCodegen": OpenRegWrapperCodegen,
     "CppWrapperCodegen": OpenRegCppWrapperCodegen,
     "WrapperFxCodegen": WrapperFxCodegen,
