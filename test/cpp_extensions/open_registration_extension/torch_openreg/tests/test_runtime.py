@@ -230,6 +230,19 @@ class TestOpenRegDevices(TestCase):
         g.manual_seed(5)
         self.assertEqual(torch.randn(8, device="openreg", generator=g).cpu(), e.cpu(), atol=0, rtol=0)
 
+    def test_storages(self):
+        s = torch.UntypedStorage(16, device="openreg")
+        self.assertEqual((s.device.type, s.nbytes()), ("openreg", 16))
+        moved = torch.arange(4, dtype=torch.float32).untyped_storage().openreg()
+        self.assertTrue(moved.is_openreg)
+        moved.resize_(32)  # grows on the device, keeping the first 16 bytes
+        view = torch.tensor([], device="openreg").set_(moved)
+        self.assertEqual(view[:4].cpu(), torch.arange(4.0))
+        self.assertEqual(moved.cpu()[:16].tolist(), torch.arange(4.0).untyped_storage().tolist())
+        t = torch.ones(3, device="openreg")
+        t.untyped_storage().fill_(0)  # storage writes reach the tensor
+        self.assertEqual(t.cpu(), torch.zeros(3))
+
     def test_invalid_device_index_raises(self):
         msg = f"Invalid openreg device index 7: there are {torch.openreg.device_count()} openreg device"
         with self.assertRaisesRegex(RuntimeError, msg):
