@@ -112,10 +112,10 @@ struct DeviceStreams {
   std::atomic<uint32_t> next_pool{0};
 };
 
+// `index` must be valid (resolve_device_index). Never destroyed: queued
+// work and tensors may outlive static destructors.
 DeviceStreams& streams_of(c10::DeviceIndex index) {
-  static std::deque<DeviceStreams>* all = [] {
-    return new std::deque<DeviceStreams>(std::max<int>(device_count(), 1));
-  }();
+  static auto* all = new std::deque<DeviceStreams>(std::max<int>(device_count(), 1));
   return (*all)[index];
 }
 

@@ -188,7 +188,6 @@ class stream:
 
     def __init__(self, s: Optional[torch.Stream]) -> None:
         self.stream = s
-
         self.prev: list[torch.Stream] = []
         self.device = device(None if s is None else s.device_index)
 
