@@ -10,6 +10,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/abs.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -30,29 +31,41 @@ at::TensorOptions cpu_options_like(const Tensor& t) {
   return t.options().device(c10::kCPU);
 }
 
+c10::Stream stream_of(const Tensor& t) {
+  return current_stream(t.device().index());
+}
+
+bool same_dense_layout(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.sizes() == b.sizes() && a.strides() == b.strides() &&
+      a.is_non_overlapping_and_dense();
+}
+
 // Reads the whole storage of an openreg tensor into a fresh CPU buffer and
 // returns a CPU tensor with the same offset/sizes/strides viewing it. Used
-// for tensors that are not a dense block (overlapping or with gaps).
+// for tensors that are not a dense block (overlapping or with gaps). Blocks
+// until the read, queued on the tensor's current stream, is done.
 Tensor cpu_mirror_of_storage(const Tensor& t, Tensor& buffer) {
   const auto nbytes = t.storage().nbytes();
   buffer = at::empty({static_cast<int64_t>(nbytes)}, at::TensorOptions().dtype(at::kByte));
-  if (nbytes > 0) {
-    OPENREG_CHECK(orMemcpy(
-        buffer.mutable_data_ptr(), t.storage().data(), nbytes, orMemcpyDeviceToHost));
-  }
+  const auto stream = stream_of(t);
+  copy_async(stream, buffer.mutable_data_ptr(), t.storage().data(), nbytes,
+             orMemcpyDeviceToHost, {t.storage()});
+  synchronize_stream(stream);
   Tensor view = at::empty({0}, cpu_options_like(t));
   view.set_(buffer.storage(), t.storage_offset(), t.sizes(), t.strides());
   return view;
 }
 
-// openreg -> CPU, preserving values (not necessarily strides).
+// openreg -> CPU, preserving values (not necessarily strides); blocking.
 Tensor to_cpu(const Tensor& src) {
   if (src.is_non_overlapping_and_dense()) {
     // A dense tensor occupies exactly nbytes() contiguous bytes starting at
     // data_ptr(), in the same order as a CPU tensor with the same strides.
     Tensor out = at::empty_strided(src.sizes(), src.strides(), cpu_options_like(src));
-    OPENREG_CHECK(orMemcpy(
-        out.mutable_data_ptr(), src.const_data_ptr(), src.nbytes(), orMemcpyDeviceToHost));
+    const auto stream = stream_of(src);
+    copy_async(stream, out.mutable_data_ptr(), src.const_data_ptr(), src.nbytes(),
+               orMemcpyDeviceToHost, {src.storage()});
+    synchronize_stream(stream);
     return out;
   }
   Tensor buffer;
@@ -61,12 +74,13 @@ Tensor to_cpu(const Tensor& src) {
 
 // Writes into every element of an openreg tensor through a CPU tensor of the
 // same layout: `write` must assign all elements of the CPU tensor it gets.
+// The upload is queued on the destination's current stream.
 void write_via_cpu(const Tensor& dst, const std::function<void(Tensor&)>& write) {
   if (dst.is_non_overlapping_and_dense()) {
     Tensor staged = at::empty_strided(dst.sizes(), dst.strides(), cpu_options_like(dst));
     write(staged);
-    OPENREG_CHECK(orMemcpy(
-        dst.mutable_data_ptr(), staged.const_data_ptr(), dst.nbytes(), orMemcpyHostToDevice));
+    copy_async(stream_of(dst), dst.mutable_data_ptr(), staged.const_data_ptr(), dst.nbytes(),
+               orMemcpyHostToDevice, {staged.storage(), dst.storage()});
     return;
   }
   // Gaps or overlap: round-trip the whole storage so bytes outside the view
@@ -74,10 +88,8 @@ void write_via_cpu(const Tensor& dst, const std::function<void(Tensor&)>& write)
   Tensor buffer;
   Tensor view = cpu_mirror_of_storage(dst, buffer);
   write(view);
-  if (buffer.numel() > 0) {
-    OPENREG_CHECK(orMemcpy(
-        dst.storage().mutable_data(), buffer.const_data_ptr(), buffer.numel(), orMemcpyHostToDevice));
-  }
+  copy_async(stream_of(dst), dst.storage().mutable_data(), buffer.const_data_ptr(), buffer.numel(),
+             orMemcpyHostToDevice, {buffer.storage(), dst.storage()});
 }
 
 c10::Device openreg_device_from(std::optional<c10::Device> device) {
@@ -207,7 +219,10 @@ Tensor& set_empty(Tensor& self) {
 
 // ------------------------------------------------------------- copies
 
-Tensor copy_from(const Tensor& self, const Tensor& dst, bool /*non_blocking*/) {
+// Copies with a device side are queued on the current stream of that
+// device: uploads and device-to-device copies return at once, downloads wait
+// unless they are non_blocking into page-locked memory.
+Tensor copy_from(const Tensor& self, const Tensor& dst, bool non_blocking) {
   TORCH_CHECK(self.defined() && dst.defined(), "openreg copy: undefined tensor");
   for (const auto& t : {self, dst}) {
     TORCH_CHECK(
@@ -217,10 +232,28 @@ Tensor copy_from(const Tensor& self, const Tensor& dst, bool /*non_blocking*/) {
   if (dst.numel() == 0) {
     return dst;
   }
-  // All copies are staged through host memory; the runtime validates the
-  // device side of each transfer.
-  const Tensor src_cpu = self.device().is_privateuseone() ? to_cpu(self) : self;
-  if (dst.device().is_privateuseone()) {
+  const bool src_dev = self.device().is_privateuseone();
+  const bool dst_dev = dst.device().is_privateuseone();
+  if (same_dense_layout(self, dst)) {
+    const auto keep = std::vector<c10::Storage>{self.storage(), dst.storage()};
+    if (src_dev && dst_dev) {
+      if (self.device() != dst.device()) {
+        synchronize_stream(stream_of(self));  // the source's pending writes
+      }
+      copy_async(stream_of(dst), dst.mutable_data_ptr(), self.const_data_ptr(), dst.nbytes(),
+                 orMemcpyDeviceToDevice, keep);
+      return dst;
+    }
+    const Tensor& host = src_dev ? dst : self;
+    if (non_blocking && is_pinned_ptr(host.const_data_ptr())) {
+      copy_async(stream_of(src_dev ? self : dst), dst.mutable_data_ptr(), self.const_data_ptr(),
+                 dst.nbytes(), src_dev ? orMemcpyDeviceToHost : orMemcpyHostToDevice, keep);
+      return dst;
+    }
+  }
+  // General case: stage through host memory.
+  const Tensor src_cpu = src_dev ? to_cpu(self) : self;
+  if (dst_dev) {
     write_via_cpu(dst, [&](Tensor& staged) { staged.copy_(src_cpu); });
   } else {
     dst.copy_(src_cpu);
@@ -240,8 +273,41 @@ at::Scalar local_scalar_dense(const Tensor& self) {
   return to_cpu(self).item();
 }
 
+// The memory of an openreg tensor as seen by a kernel queued on a stream:
+// a snapshot of its layout (the host may restride the tensor meanwhile) and
+// its storage, which stays alive until the kernel ran.
+struct DeviceSpan {
+  explicit DeviceSpan(const Tensor& t)
+      : storage(t.storage()),
+        offset(t.storage_offset()),
+        sizes(t.sizes().vec()),
+        strides(t.strides().vec()),
+        dtype(t.scalar_type()) {}
+
+  // A CPU tensor aliasing the device memory; only valid on the worker.
+  Tensor view() const {
+    c10::Storage alias(
+        c10::Storage::use_byte_size_t(), storage.nbytes(),
+        c10::DataPtr(storage.mutable_data(), c10::Device(c10::kCPU)), nullptr, false);
+    Tensor v = at::empty({0}, at::TensorOptions().dtype(dtype));
+    v.set_(alias, offset, sizes, strides);
+    return v;
+  }
+
+  c10::Storage storage;
+  int64_t offset;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  c10::ScalarType dtype;
+};
+
+// A real device kernel: queued on the current stream, runs asynchronously.
 Tensor& fill_scalar(Tensor& self, const at::Scalar& value) {
-  write_via_cpu(self, [&](Tensor& staged) { staged.fill_(value); });
+  if (self.numel() == 0) {
+    return self;
+  }
+  DeviceSpan span(self);
+  launch(stream_of(self), [span, value] { span.view().fill_(value); }, {});
   return self;
 }
 
@@ -305,6 +371,10 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::OptionalDeviceGuard guard;
   if (device.has_value() && device->is_privateuseone()) {
     guard.reset_device(*device);
+    // The CPU kernel reads device memory directly: let the work already
+    // queued on the current stream finish first. Its own copies back to the
+    // device are then queued on that stream, in order.
+    synchronize_stream(current_stream(device->index()));
   }
 
   // Random ops: CPU kernels only accept CPU generators, so substitute the
@@ -344,8 +414,56 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill_scalar));
 }
 
+// ------------------------------------------------- custom ops (openreg::)
+//
+// How a backend adds its own operators: `torch.ops.openreg.custom_abs` is a
+// device kernel (queued on the current stream) with a Meta kernel for
+// tracing; its autograd formula is registered from Python
+// (torch_openreg/custom_ops.py). `custom_flat_view` returns an alias of its
+// input, declared with the (a) annotation; being CompositeImplicitAutograd,
+// it gets autograd and view tracking from the view op it is built from.
+
+Tensor custom_abs(const Tensor& self) {
+  c10::DeviceGuard guard(self.device());
+  Tensor out = at::empty(self.sizes(), self.options());
+  if (self.numel() > 0) {
+    DeviceSpan in(self);
+    DeviceSpan result(out);
+    launch(stream_of(self), [in, result] {
+      Tensor dst = result.view();
+      at::abs_out(dst, in.view());
+    }, {});
+  }
+  return out;
+}
+
+Tensor custom_abs_meta(const Tensor& self) {
+  return at::empty(self.sizes(), self.options());
+}
+
+Tensor custom_flat_view(const Tensor& self) {
+  return self.view({-1});
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
 }  // namespace openreg
+
+TORCH_LIBRARY(openreg, m) {
+  m.def("custom_abs(Tensor input) -> Tensor");
+  m.def("custom_flat_view(Tensor(a) self) -> Tensor(a)");
+}
+
+TORCH_LIBRARY_IMPL(openreg, PrivateUse1, m) {
+  m.impl("custom_abs", TORCH_FN(::openreg::custom_abs));
+}
+
+TORCH_LIBRARY_IMPL(openreg, Meta, m) {
+  m.impl("custom_abs", TORCH_FN(::openreg::custom_abs_meta));
+}
+
+TORCH_LIBRARY_IMPL(openreg, CompositeImplicitAutograd, m) {
+  m.impl("custom_flat_view", TORCH_FN(::openreg::custom_flat_view));
+}

@@ -8,6 +8,9 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 import ctypes
 import gc
 import os
+import signal
+import subprocess
+import sys
 import unittest
 
 import torch
@@ -110,7 +113,8 @@ class TestOpenRegCopies(TestCase):
         self.assertEqual(wd.grad.cpu(), wc.grad)
 
 
-instantiate_device_type_tests(TestOpenRegCopies, globals(), only_for="openreg")
+# except_for rather than only_for="openreg": see tests/test_compile.py.
+instantiate_device_type_tests(TestOpenRegCopies, globals(), except_for=("cpu", "cuda"))
 
 
 # The runtime simulates 2 devices unless OPENREG_DEVICE_COUNT says otherwise.
@@ -155,21 +159,48 @@ class TestOpenRegDevices(TestCase):
             self.assertEqual(torch.openreg.current_device(), 1)
 
     @needs_two_devices
-    def test_memory_returns_to_zero(self):
+    def test_memory_accounting_per_device(self):
+        torch.openreg.synchronize()
         gc.collect()
+        torch.openreg.empty_cache()
         before = [torch.openreg.memory_allocated(i) for i in range(2)]
-        count_before = torch.openreg._allocation_count(0)
+        segments_before = torch.openreg._allocation_count(0)
+        torch.openreg.reset_peak_memory_stats(0)
         a = torch.randn(256, 256).to("openreg:0")
         b = torch.empty(1000, dtype=torch.float64, device="openreg:1")
+        # Blocks are rounded up to 512 bytes.
         self.assertEqual(torch.openreg.memory_allocated(0), before[0] + 256 * 256 * 4)
-        self.assertEqual(torch.openreg.memory_allocated(1), before[1] + 8000)
+        self.assertEqual(torch.openreg.memory_allocated(1), before[1] + 8192)
         c = (a @ a).relu()  # results of fallback ops are device allocations too
         self.assertGreater(torch.openreg.memory_allocated(0), before[0] + 256 * 256 * 4)
-        self.assertGreaterEqual(torch.openreg.max_memory_allocated(0), torch.openreg.memory_allocated(0))
+        peak = torch.openreg.max_memory_allocated(0)
+        self.assertGreaterEqual(peak, torch.openreg.memory_allocated(0))
+        # The generic accelerator API reads the same DeviceAllocator.
+        self.assertEqual(torch.accelerator.memory_allocated(0), torch.openreg.memory_allocated(0))
+        self.assertEqual(torch.accelerator.memory_stats(0)["allocated_bytes.all.peak"], peak)
         del a, b, c
+        torch.openreg.synchronize()  # queued work may still hold the blocks
         gc.collect()
         self.assertEqual([torch.openreg.memory_allocated(i) for i in range(2)], before)
-        self.assertEqual(torch.openreg._allocation_count(0), count_before)
+        # Freed blocks stay cached (reserved) until empty_cache.
+        self.assertGreater(torch.openreg.memory_reserved(0), torch.openreg.memory_allocated(0))
+        self.assertEqual(torch.openreg.max_memory_allocated(0), peak)
+        torch.accelerator.empty_cache()
+        self.assertEqual(torch.openreg.memory_reserved(0), torch.openreg.memory_allocated(0))
+        self.assertEqual(torch.openreg._allocation_count(0), segments_before)
+        torch.accelerator.reset_peak_memory_stats(0)
+        self.assertEqual(torch.openreg.max_memory_allocated(0), torch.openreg.memory_allocated(0))
+
+    def test_cached_blocks_are_reused(self):
+        torch.openreg.synchronize()
+        torch.openreg.empty_cache()
+        x = torch.empty(1024, device="openreg")
+        segments = torch.openreg.memory_stats()["segment.all.current"]
+        del x
+        y = torch.empty(1000, device="openreg")  # fits the freed block
+        self.assertEqual(torch.openreg.memory_stats()["segment.all.current"], segments)
+        self.assertGreater(torch.openreg.memory_stats()["num_device_alloc"], 0)
+        del y
 
     def test_manual_seed_determinism(self):
         torch.manual_seed(123)
@@ -198,6 +229,19 @@ class TestOpenRegDevices(TestCase):
         e = torch.randn(8, device="openreg", generator=g)
         g.manual_seed(5)
         self.assertEqual(torch.randn(8, device="openreg", generator=g).cpu(), e.cpu(), atol=0, rtol=0)
+
+    def test_storages(self):
+        s = torch.UntypedStorage(16, device="openreg")
+        self.assertEqual((s.device.type, s.nbytes()), ("openreg", 16))
+        moved = torch.arange(4, dtype=torch.float32).untyped_storage().openreg()
+        self.assertTrue(moved.is_openreg)
+        moved.resize_(32)  # grows on the device, keeping the first 16 bytes
+        view = torch.tensor([], device="openreg").set_(moved)
+        self.assertEqual(view[:4].cpu(), torch.arange(4.0))
+        self.assertEqual(moved.cpu()[:16].tolist(), torch.arange(4.0).untyped_storage().tolist())
+        t = torch.ones(3, device="openreg")
+        t.untyped_storage().fill_(0)  # storage writes reach the tensor
+        self.assertEqual(t.cpu(), torch.zeros(3))
 
     def test_invalid_device_index_raises(self):
         msg = f"Invalid openreg device index 7: there are {torch.openreg.device_count()} openreg device"
@@ -268,6 +312,32 @@ class TestOpenRegRuntimeLayer(TestCase):
         self.assertEqual(self.rt.orFree(ptr), 0)
         self.assertEqual(self.rt.orFree(ptr), 4)  # double free is detected
         self.assertEqual(self.rt.orGetErrorString(4), b"invalid device pointer")
+
+    def test_device_memory_is_not_host_accessible(self):
+        # Like a real accelerator: a host read of a device pointer faults.
+        code = (
+            "import ctypes, torch, torch_openreg\n"
+            "t = torch.ones(4, device='openreg')\n"
+            "torch.openreg.synchronize()\n"
+            "print(ctypes.string_at(t.data_ptr(), 4))\n"
+        )
+        # cwd: the staged package's parent, so `-c` cannot pick up the
+        # unbuilt source package from the current directory instead.
+        staged = os.path.dirname(os.path.dirname(torch_openreg.__file__))
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=staged
+        )
+        self.assertEqual(proc.returncode, -signal.SIGSEGV, proc.stdout + proc.stderr)
+        # Inside an access window (what OpenReg's kernels use) it is readable.
+        t = torch.full((4,), 2.0, device="openreg")
+        torch.openreg.synchronize()
+        self.assertEqual(self.rt.orDeviceAccessBegin(), 0)
+        try:
+            raw = ctypes.string_at(t.data_ptr(), 16)
+        finally:
+            self.assertEqual(self.rt.orDeviceAccessEnd(), 0)
+        self.assertEqual(torch.frombuffer(bytearray(raw), dtype=torch.float32), torch.full((4,), 2.0))
+        self.assertEqual(self.rt.orDeviceAccessEnd(), 1)  # unbalanced End is refused
 
 
 if __name__ == "__main__":

@@ -7,13 +7,26 @@ Importing this package
   * renames PrivateUse1 to ``"openreg"``,
   * registers ``torch.openreg`` (device, RNG, memory and AMP functions),
   * generates ``Tensor.openreg()`` / ``Tensor.is_openreg`` / ``Module.openreg()``,
-  * registers the ``"openreg"`` torch.compile backend (see :mod:`.compiler`).
+  * registers the autograd formulas of ``torch.ops.openreg.*`` (:mod:`.custom_ops`),
+  * registers the ``"openreg"`` torch.compile backend and Dynamo's
+    ``DeviceInterface`` (:mod:`.compiler`) as soon as ``torch._dynamo`` is
+    imported, not before: importing Dynamo costs seconds, and with autoload
+    this package is imported by every ``import torch``.
+
+Inductor support (:mod:`.inductor`) is found by Inductor itself, through
+``torch.openreg``. ``_autoload`` is the target for the ``torch.backends``
+entry point (``torch_openreg:_autoload``).
 
 The package is staged by the CMake build (``python -m torch_overlay.openreg``);
 put the staging directory (``<build dir>/python``) on ``sys.path``.
 """
 
+import importlib.abc
+import importlib.machinery
 import os
+import sys
+from types import ModuleType
+from typing import Optional, Sequence
 
 
 def _autoload() -> None:
@@ -56,10 +69,47 @@ def _register_backend() -> None:
         )
 
 
+class _AfterDynamoImport(importlib.abc.MetaPathFinder):
+    """Imports :mod:`.compiler` right after ``torch._dynamo`` finishes
+    importing (one shot), so the Dynamo registrations exist before any
+    compilation without making ``import torch_openreg`` import Dynamo."""
+
+    def find_spec(
+        self, name: str, path: Optional[Sequence[str]], target: Optional[ModuleType] = None
+    ) -> Optional[importlib.machinery.ModuleSpec]:
+        if name != "torch._dynamo":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        run_module = spec.loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run_module(module)
+            from . import compiler  # noqa: F401
+
+        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def _register_dynamo_parts() -> None:
+    if "torch._dynamo" in sys.modules:
+        from . import compiler  # noqa: F401
+    elif not any(isinstance(finder, _AfterDynamoImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _AfterDynamoImport())
+
+
+def _autoload() -> None:
+    """Entry point of the ``torch.backends`` group: importing this package
+    has already done all the registration."""
+
+
 _load_library()
 _register_backend()
+_register_dynamo_parts()
 
-from . import compiler  # noqa: E402,F401  (registers the torch.compile backend)
+from . import custom_ops  # noqa: E402,F401  (autograd of torch.ops.openreg.*)
 from .openreg import (  # noqa: E402,F401
     current_device,
     device_count,

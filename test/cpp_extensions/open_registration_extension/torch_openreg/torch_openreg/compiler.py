@@ -25,15 +25,21 @@ What it checks, precisely:
 Then ``eliminate_dead_code()`` + ``recompile()`` (the transform-and-recompile
 pattern), the generated code is logged at DEBUG level, and ``gm.forward`` is
 returned.
+
+This module also registers Dynamo's ``DeviceInterface`` for openreg
+(:class:`OpenRegInterface`: devices, streams, events, synchronization and
+properties, as Dynamo and Inductor query them for any device).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Callable, Optional, Sequence
 
 import torch
 import torch.fx
+from torch._dynamo.device_interface import DeviceInterface, register_interface_for_device
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +104,108 @@ def openreg_backend(
     return gm.forward
 
 
+@dataclasses.dataclass(frozen=True)
+class DeviceProperties:
+    """What Inductor asks of a device (names as in torch.cuda's properties)."""
+
+    name: str
+    type: str
+    index: int
+    total_memory: int
+    multi_processor_count: int
+
+
+def _properties(device: torch.types.Device = None) -> DeviceProperties:
+    index = torch.openreg._device_index(device)
+    index = torch.openreg.current_device() if index < 0 else index
+    return DeviceProperties(
+        name="OpenReg simulated device",
+        type=BACKEND_NAME,
+        index=index,
+        total_memory=0,  # host memory: no fixed capacity
+        multi_processor_count=1,
+    )
+
+
+class OpenRegInterface(DeviceInterface):
+    device = torch.openreg.device
+    Event = torch.openreg.Event
+    Stream = torch.openreg.Stream
+
+    class Worker:
+        @staticmethod
+        def set_device(device: int) -> None:
+            torch.openreg.set_device(device)
+
+        @staticmethod
+        def current_device() -> int:
+            return torch.openreg.current_device()
+
+        @staticmethod
+        def get_device_properties(device: torch.types.Device = None) -> DeviceProperties:
+            return _properties(device)
+
+    @staticmethod
+    def current_device() -> int:
+        return torch.openreg.current_device()
+
+    @staticmethod
+    def set_device(device: torch.types.Device) -> None:
+        torch.openreg.set_device(device)
+
+    @staticmethod
+    def maybe_exchange_device(device: int) -> int:
+        return torch.ops._openreg.exchange_device(device)
+
+    @staticmethod
+    def exchange_device(device: int) -> int:
+        return torch.ops._openreg.exchange_device(device)
+
+    @staticmethod
+    def device_count() -> int:
+        return torch.openreg.device_count()
+
+    @staticmethod
+    def is_available() -> bool:
+        return torch.openreg.is_available()
+
+    @staticmethod
+    def stream(stream: torch.Stream) -> Any:
+        return torch.openreg.stream(stream)
+
+    @staticmethod
+    def current_stream() -> torch.Stream:
+        return torch.openreg.current_stream()
+
+    @staticmethod
+    def set_stream(stream: torch.Stream) -> None:
+        torch.openreg.set_stream(stream)
+
+    @staticmethod
+    def _set_stream_by_id(stream_id: int, device_index: int, device_type: int) -> None:
+        torch.ops._openreg.set_stream(device_index, stream_id)
+
+    @staticmethod
+    def get_raw_stream(device_idx: int) -> int:
+        return torch.openreg.current_stream(device_idx).stream_id
+
+    @staticmethod
+    def synchronize(device: torch.types.Device = None) -> None:
+        torch.openreg.synchronize(device)
+
+    @staticmethod
+    def get_compute_capability(device: torch.types.Device = None) -> Any:
+        return ""  # like the CPU: no architecture-specific code paths
+
+    @staticmethod
+    def is_bf16_supported(including_emulation: bool = False) -> bool:
+        return True
+
+    @staticmethod
+    def memory_allocated(device: torch.types.Device = None) -> int:
+        return torch.openreg.memory_allocated(device)
+
+
 def _register(name: str = BACKEND_NAME) -> Optional[Callable[..., Any]]:
     from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
 
@@ -107,3 +215,4 @@ def _register(name: str = BACKEND_NAME) -> Optional[Callable[..., Any]]:
 
 
 _register()
+register_interface_for_device(BACKEND_NAME, OpenRegInterface)

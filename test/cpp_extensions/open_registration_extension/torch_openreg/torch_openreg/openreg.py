@@ -1,14 +1,16 @@
 """The ``torch.openreg`` device module (registered by ``import torch_openreg``).
 
 Mirrors the parts of ``torch.cuda`` that PyTorch's generic device code looks
-up on a PrivateUse1 backend module: device selection, RNG (``torch.manual_seed``
-calls ``manual_seed_all`` here), memory statistics and the AMP dtype list.
-All work is forwarded to ``torch.ops._openreg`` custom ops in the C++ library.
+up on a PrivateUse1 backend module: initialization (and fork safety), device
+selection, streams and events, RNG (``torch.manual_seed`` calls
+``manual_seed_all`` here), memory statistics and the AMP dtype list. All work
+is forwarded to ``torch.ops._openreg`` custom ops in the C++ library.
 """
 
 from __future__ import annotations
 
-from typing import Any, Union
+import collections
+from typing import Any, Optional, Union
 
 import torch
 
@@ -19,23 +21,37 @@ _UINT64_MASK = (1 << 64) - 1
 DeviceLike = Union[torch.device, str, int, None]
 
 __all__ = [
+    "Event",
+    "Stream",
     "current_device",
+    "current_stream",
+    "default_stream",
     "device",
     "device_count",
+    "empty_cache",
     "get_amp_supported_dtype",
     "get_rng_state",
+    "get_rng_state_all",
+    "init",
     "initial_seed",
     "is_available",
     "is_initialized",
     "manual_seed",
     "manual_seed_all",
     "max_memory_allocated",
+    "max_memory_reserved",
     "memory_allocated",
+    "memory_reserved",
+    "memory_stats",
+    "reset_accumulated_memory_stats",
     "reset_peak_memory_stats",
     "seed",
     "seed_all",
     "set_device",
     "set_rng_state",
+    "set_rng_state_all",
+    "set_stream",
+    "stream",
     "synchronize",
 ]
 
@@ -88,16 +104,22 @@ def synchronize(device: DeviceLike = None) -> None:
     _ops.synchronize(_device_index(device))
 
 
+def init() -> None:
+    """Initialize OpenReg explicitly (any allocation or stream use does it
+    implicitly). Raises in a child forked from an initialized process."""
+    _ops.init()
+
+
 def is_initialized() -> bool:
-    return True  # the runtime initializes itself when the library loads
+    return _ops.is_initialized()
 
 
 def _lazy_init() -> None:
-    pass
+    _ops.init()
 
 
 def _is_in_bad_fork() -> bool:
-    return False
+    return _ops.is_in_bad_fork()
 
 
 class device:
@@ -114,6 +136,72 @@ class device:
     def __exit__(self, *exc: Any) -> bool:
         if self.prev_idx >= 0:
             _ops.set_device(self.prev_idx)
+        return False
+
+
+# ------------------------------------------------------------------ streams
+
+
+class Stream(torch.Stream):
+    """An openreg stream: a FIFO of device work run by its own worker."""
+
+    def __new__(cls, device: DeviceLike = None, priority: int = 0, **kwargs: Any) -> "Stream":
+        if kwargs:  # re-wrapping an existing stream (stream_id=..., ...)
+            return super().__new__(cls, priority=priority, **kwargs)
+        index = _device_index(device)
+        target = _DEVICE_TYPE if index < 0 else torch.device(_DEVICE_TYPE, index)
+        return super().__new__(cls, device=target, priority=priority)
+
+
+class Event(torch.Event):
+    """An openreg event (``enable_timing=True`` for ``elapsed_time``)."""
+
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> "Event":
+        return super().__new__(
+            cls, device=_DEVICE_TYPE, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
+        )
+
+
+def _stream(packed: list[int]) -> Stream:
+    stream_id, device_index, device_type = packed
+    return Stream(stream_id=stream_id, device_index=device_index, device_type=device_type)
+
+
+def current_stream(device: DeviceLike = None) -> Stream:
+    """The current stream of the device (this thread's; default stream 0)."""
+    return _stream(_ops.current_stream(_device_index(device)))
+
+
+def default_stream(device: DeviceLike = None) -> Stream:
+    return _stream(_ops.default_stream(_device_index(device)))
+
+
+def set_stream(stream: Optional[torch.Stream]) -> None:
+    """Make ``stream`` the current stream of its device (None: no-op)."""
+    if stream is not None:
+        _ops.set_stream(stream.device_index, stream.stream_id)
+
+
+class stream:
+    """Context manager that makes ``s`` the current stream of its device
+    (and its device the current device)."""
+
+    def __init__(self, s: Optional[torch.Stream]) -> None:
+        self.stream = s
+        self.prev: list[torch.Stream] = []
+        self.device = device(None if s is None else s.device_index)
+
+    def __enter__(self) -> Optional[torch.Stream]:
+        if self.stream is not None:
+            self.device.__enter__()
+            self.prev.append(current_stream())
+            set_stream(self.stream)
+        return self.stream
+
+    def __exit__(self, *exc: Any) -> bool:
+        if self.stream is not None:
+            set_stream(self.prev.pop())
+            self.device.__exit__(*exc)
         return False
 
 
@@ -151,25 +239,98 @@ def set_rng_state(new_state: torch.Tensor, device: DeviceLike = _DEVICE_TYPE) ->
     _ops.set_rng_state(_device_index(device), new_state)
 
 
+def get_rng_state_all() -> list[torch.Tensor]:
+    """The RNG state of every device: 16 bytes each, the seed then the offset."""
+    return [_ops.get_rng_state(index) for index in range(device_count())]
+
+
+def set_rng_state_all(new_states: list[torch.Tensor]) -> None:
+    states = list(new_states)
+    if len(states) != device_count():
+        raise ValueError(f"Expected {device_count()} RNG states (one per openreg device), got {len(states)}")
+    for index, state in enumerate(states):
+        _ops.set_rng_state(index, state)
+
+
 # ------------------------------------------------------------------- memory
+
+# Order of the statistics returned by torch.ops._openreg.memory_stats.
+_STAT_ARRAYS = (
+    "allocation", "segment", "active", "inactive_split", "allocated_bytes",
+    "reserved_bytes", "active_bytes", "inactive_split_bytes", "requested_bytes",
+)  # fmt: skip
+_STAT_FIELDS = ("current", "peak", "allocated", "freed")
+_STAT_COUNTERS = ("num_alloc_retries", "num_ooms", "num_device_alloc", "num_device_free")
+
+
+def memory_stats(device: DeviceLike = None) -> collections.OrderedDict[str, int]:
+    """The caching allocator's statistics, named like ``torch.cuda.memory_stats``
+    (only the ``all`` pool: OpenReg has no small/large pools)."""
+    values = iter(_ops.memory_stats(_device_index(device)))
+    stats: dict[str, int] = {}
+    for array in _STAT_ARRAYS:
+        for field in _STAT_FIELDS:
+            stats[f"{array}.all.{field}"] = next(values)
+    for counter in _STAT_COUNTERS:
+        stats[counter] = next(values)
+    return collections.OrderedDict(sorted(stats.items()))
 
 
 def memory_allocated(device: DeviceLike = None) -> int:
-    """Bytes currently allocated on the device (live tensor storage)."""
-    return _ops.memory_allocated(_device_index(device))
+    """Bytes of device memory occupied by tensors (in allocator blocks)."""
+    return memory_stats(device)["allocated_bytes.all.current"]
 
 
 def max_memory_allocated(device: DeviceLike = None) -> int:
-    return _ops.max_memory_allocated(_device_index(device))
+    return memory_stats(device)["allocated_bytes.all.peak"]
+
+
+def memory_reserved(device: DeviceLike = None) -> int:
+    """Bytes held by the caching allocator (allocated plus cached)."""
+    return memory_stats(device)["reserved_bytes.all.current"]
+
+
+def max_memory_reserved(device: DeviceLike = None) -> int:
+    return memory_stats(device)["reserved_bytes.all.peak"]
 
 
 def reset_peak_memory_stats(device: DeviceLike = None) -> None:
     _ops.reset_peak_memory_stats(_device_index(device))
 
 
+def reset_accumulated_memory_stats(device: DeviceLike = None) -> None:
+    _ops.reset_accumulated_memory_stats(_device_index(device))
+
+
+def empty_cache() -> None:
+    """Return every cached, unused block to the device runtime."""
+    _ops.empty_cache()
+
+
 def _allocation_count(device: DeviceLike = None) -> int:
-    """Number of live allocations on the device (for leak checks)."""
+    """Number of live runtime allocations on the device (for leak checks)."""
     return _ops.allocation_count(_device_index(device))
+
+
+class _StreamBlock:
+    """Holds a stream at its current end until released: work queued on it
+    afterwards stays pending, which lets tests observe asynchrony and
+    ordering deterministically, without sleeping. Use as a context manager."""
+
+    def __init__(self, s: torch.Stream) -> None:
+        self._handle: Optional[int] = _ops.block_stream(s.device_index, s.stream_id)
+
+    def release(self) -> None:
+        if self._handle is not None:
+            _ops.release_stream_block(self._handle)
+            self._handle = None
+
+    def __enter__(self) -> "_StreamBlock":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        self.release()
+        return False
 
 
 # ---------------------------------------------------------------------- AMP
@@ -177,3 +338,19 @@ def _allocation_count(device: DeviceLike = None) -> int:
 
 def get_amp_supported_dtype() -> list[torch.dtype]:
     return [torch.float16, torch.bfloat16]
+
+
+# ----------------------------------------------------------------- Inductor
+
+_INDUCTOR_HOOKS = ("Scheduling", "PythonWrapperCodegen", "CppWrapperCodegen", "WrapperFxCodegen")
+
+
+def __getattr__(name: str) -> Any:
+    # Inductor looks these up on the device module the first time it
+    # compiles for openreg; importing Inductor only then keeps
+    # `import torch_openreg` light.
+    if name in _INDUCTOR_HOOKS:
+        from . import inductor
+
+        return inductor.DEVICE_MODULE_HOOKS[name]
+    raise AttributeError(f"module 'torch.openreg' has no attribute {name!r}")
