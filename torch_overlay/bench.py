@@ -26,6 +26,7 @@ read from `getrusage`. Standard library only; matplotlib is imported for the cha
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import datetime
 import json
 import os
@@ -501,27 +502,29 @@ def bench_training(ws: Workspace, repeat: int, steps: int = TRAINING_STEPS) -> J
 
 # -- part: floats -------------------------------------------------------------------------------
 
-def bench_floats(ws: Workspace) -> Json:
-    """Every program of the float catalog, on both sides: is each of 5 values computed as eager
-    computes it, and how many compiles did it take (the test file's own --worker mode)."""
+def bench_floats(ws: Workspace, programs: Sequence[str] = ()) -> Json:
+    """Programs of the float catalog (default: all), on both sides: is each of 5 values computed
+    as eager computes it, and how many compiles did it take (the test file's own --worker mode).
+    The two sides run at the same time: this part counts, it does not time."""
     overlay = ws.warm_project().tree_dir
     trees = {"stock": ws.stock_tree(), "overlay": overlay}
     catalog = str(overlay / FLOAT_CATALOG)
     values = "[0.5, 0.75, 1.25, 1.5, 0.3]"
-    sides = {}
-    for side, tree in trees.items():
-        log(f"floats: the whole catalog on {side} (many minutes)")
-        sides[side] = run_under(tree, [catalog, "--worker", "cpu", values], f"float catalog on {side}")
-    programs = {
+    log(f"floats: {len(programs) or 'every'} catalog program(s) on stock and overlay (many minutes)")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {side: pool.submit(run_under, tree, [catalog, "--worker", "cpu", values, *programs],
+                                     f"float catalog on {side}") for side, tree in trees.items()}
+        sides = {side: future.result() for side, future in futures.items()}
+    results = {
         name: {side: {"eager_equal": not sides[side][name][0], "wrong_values": sides[side][name][0],
                       "compiles": sides[side][name][1]} for side in trees}
         for name in sides["overlay"]
     }
-    regressed = [n for n, p in programs.items() if p["stock"]["eager_equal"] and not p["overlay"]["eager_equal"]]
+    regressed = [n for n, p in results.items() if p["stock"]["eager_equal"] and not p["overlay"]["eager_equal"]]
     part: Json = {
-        "values": json.loads(values), "programs": programs,
-        "stale_on_stock": sorted(n for n, p in programs.items() if not p["stock"]["eager_equal"]),
-        "stale_on_overlay": sorted(n for n, p in programs.items() if not p["overlay"]["eager_equal"]),
+        "values": json.loads(values), "programs": results,
+        "stale_on_stock": sorted(n for n, p in results.items() if not p["stock"]["eager_equal"]),
+        "stale_on_overlay": sorted(n for n, p in results.items() if not p["overlay"]["eager_equal"]),
         "regressed": regressed,
     }
     part["targets"] = [target("float catalog: programs stale on the overlay", len(part["stale_on_overlay"]), "==", 0)]
@@ -759,6 +762,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, metavar="DIR",
                    help=f"merge the results into DIR/{RESULTS_FILE} and draw DIR/{CHART_FILE} (e.g. benchmarks/)")
     p.add_argument("--no-chart", action="store_true", help="with --output: write the JSON only")
+    p.add_argument("--float-programs", nargs="+", default=(), metavar="NAME",
+                   help="floats part: only these catalog programs (e.g. clamp_max_mixed; default: all)")
     p.add_argument("--workdir", type=Path, help="where temporary trees go (default: the cache dir, for hard links)")
 
 
@@ -768,7 +773,8 @@ def selected_parts(args: argparse.Namespace) -> list[str]:
     return [p for p in PARTS if p in (args.only or DEFAULT_PARTS)]
 
 
-def measure(project: Project, pin: Pin, parts: Sequence[str], repeat: int, workdir: Path | None) -> Json:
+def measure(project: Project, pin: Pin, parts: Sequence[str], repeat: int, workdir: Path | None,
+            float_programs: Sequence[str] = ()) -> Json:
     results: Json = {
         "schema": SCHEMA, "date": now(), "machine": machine_info(),
         "base": {"version": pin.version, "revision": pin.revision},
@@ -780,7 +786,7 @@ def measure(project: Project, pin: Pin, parts: Sequence[str], repeat: int, workd
         "wheel": lambda ws: bench_wheel(ws, repeat),
         "recompile": lambda ws: bench_recompile(ws, repeat),
         "training": lambda ws: bench_training(ws, repeat),
-        "floats": bench_floats,
+        "floats": lambda ws: bench_floats(ws, float_programs),
         "openreg": lambda ws: bench_openreg(ws, repeat),
         "suite": lambda ws: bench_suite(project),
     }
@@ -796,7 +802,7 @@ def measure(project: Project, pin: Pin, parts: Sequence[str], repeat: int, workd
 def run_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     if args.repeat < 1:
         raise OverlayError("--repeat must be at least 1")
-    results = measure(project, pin, selected_parts(args), args.repeat, args.workdir)
+    results = measure(project, pin, selected_parts(args), args.repeat, args.workdir, args.float_programs)
     if args.output is not None:
         args.output.mkdir(parents=True, exist_ok=True)
         results_path = args.output / RESULTS_FILE
