@@ -226,22 +226,23 @@ class TestConcurrency(FaultTestCase):
         proc.communicate()
 
     def test_two_editable_installs_at_once_prepare_one_tree(self) -> None:
-        """What `pip install -e .` runs (setup.py's prepare), from two venvs at once: one waits."""
+        """The hook `pip install -e .` calls (build_editable), from two venvs at once: one waits."""
         shutil.rmtree(self.p.root / "build")
         shutil.rmtree(self.p.cache / "base")
-        prepare = ("import sys; from pathlib import Path; from torch_overlay.editable import prepare; "
-                   "print(prepare(Path(sys.argv[1])).version)")
-        first = self.stopped_at("populate:3", "-c", prepare, str(self.p.root), tool=False)
-        second = self.spawn("-c", prepare, str(self.p.root))
+        hook = "import sys; from torch_overlay.build_backend import build_editable; print(build_editable(sys.argv[1]))"
+        out_dirs = [Path(self._tmp.name) / name for name in ("venv-a", "venv-b")]
+        first = self.stopped_at("populate:3", "-c", hook, str(out_dirs[0]), tool=False)
+        second = self.spawn("-c", hook, str(out_dirs[1]))
         wait_for_line(second, "waiting for")
         first.send_signal(signal.SIGCONT)
-        versions = set()
-        for proc in (first, second):
+        names = set()
+        for proc, out_dir in zip((first, second), out_dirs):
             out, err = proc.communicate(timeout=120)
             self.assertEqual(proc.returncode, 0, err)
-            versions.add(out.strip())
-        self.assertEqual(len(versions), 1)
-        self.assertRegex(versions.pop(), r"^2\.9\.1\+ovl4\.g[0-9a-f]{8}$")
+            names.add(out.strip())
+            self.assertTrue((out_dir / out.strip()).is_file())
+        self.assertEqual(len(names), 1)
+        self.assertRegex(names.pop(), r"^torch-2\.9\.1\+ovl4\.g[0-9a-f]{8}-")
         self.assert_recovered()
 
     def test_two_builds_at_once_one_waits(self) -> None:
