@@ -318,6 +318,7 @@ def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, s
     env.pop("CI", None)
     if options.full:
         env[TIER_ENV] = "full"
+        env["PYTORCH_TEST_WITH_SLOW"] = "1"  # torch's own switch for @slowTest cases (the patch suites' full tier)
     extra: list[Path] = []
     if suite.kind == "overlay":
         extra.append(REPO_ROOT)  # the tool's tests import torch_overlay from the checkout

@@ -63,8 +63,12 @@ def cmd_status(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 
 
 def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    if args.record and not args.against:
-        raise OverlayError("--record needs --against VERSION")
+    if args.regressions and args.against:
+        raise OverlayError("--regressions compares with the base itself; it does not take --against")
+    if args.record and not (args.against or args.regressions):
+        raise OverlayError("--record needs --against VERSION or --regressions")
+    if args.regressions:
+        return verify_regressions(project, pin, args)
     if args.against:
         from .drift import run_drift
 
@@ -77,6 +81,26 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     proofs = prove.prove(project, base, patches, keep=args.keep, timeout=args.timeout)
     print(json.dumps(prove.to_json(proofs, base), indent=2) if args.json else prove.render(proofs, pin.version))
     return 0 if all(p.ok for p in proofs) else 1
+
+
+def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    from . import regressions
+
+    regressions.corpus_parts(project)  # no corpus: say so before fetching or building anything
+    base = load_base(project, pin)
+    tree.materialise(project, base)
+    results = regressions.run_gate(project, base, args.tier, timeout=args.timeout, jobs=args.jobs, keep=args.keep)
+    data = regressions.to_json(results, base, tree.overlay_version(base.version, read_series(project.patches_dir)),
+                               args.tier)
+    written = regressions.record(project, data) if args.record else None
+    print(json.dumps(data, indent=1) if args.json else regressions.render(data))
+    if written:
+        print(f"recorded in {written}", file=sys.stderr)
+    failed = regressions.regressions(results)
+    if failed:
+        print(f"error: {len(failed)} case(s) pass on stock {pin.version} and fail on the overlay: "
+              + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""), file=sys.stderr)
+    return 1 if failed else 0
 
 
 def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
@@ -92,11 +116,14 @@ def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     readme_path = project.root / "README.md"
     current = readme_path.read_text()
+    from .regressions import load_record
+
     table = readme.render_table(read_series(project.patches_dir), readme.load_drift(project.root))
     wanted = readme.with_table(current, table)
+    wanted = readme.with_table(wanted, readme.render_gate(load_record(project.root)), readme.GATE_START, readme.GATE_END)
     if args.check:
         if wanted != current:
-            raise CheckFailed("README.md's patch table is out of date: run `python -m torch_overlay readme`")
+            raise CheckFailed("README.md's tables are out of date: run `python -m torch_overlay readme`")
         return 0
     readme_path.write_text(wanted)
     return 0
@@ -141,7 +168,13 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
     v.add_argument("--json", action="store_true", help="machine-readable results on stdout")
     v.add_argument("--against", metavar="VERSION", help="upstream drift: check the patches against a later release")
-    v.add_argument("--record", action="store_true", help="with --against: write the results to benchmarks/drift.json")
+    v.add_argument("--regressions", action="store_true",
+                   help="the differential gate: the test/differential corpus on stock and on the overlay, per case")
+    v.add_argument("--tier", choices=("fast", "full"), default="fast",
+                   help="with --regressions: corpus size (fast: what run_test.py runs; full: every op and sample)")
+    v.add_argument("-j", "--jobs", type=int, default=2, help="with --regressions: run the two sides at once (default: 2)")
+    v.add_argument("--record", action="store_true",
+                   help="write the results to benchmarks/ (drift.json with --against, regressions.json with --regressions)")
     v.add_argument("--keep", action="store_true", help="keep stock trees (and an --against release) for the next run")
     v.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
     v.set_defaults(run=cmd_verify)
@@ -153,7 +186,7 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
     st.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
     st.set_defaults(run=cmd_stage)
-    r = sub.add_parser("readme", help="rewrite README.md's patch table from the series and benchmarks/drift.json")
+    r = sub.add_parser("readme", help="rewrite README.md's patch and gate tables from the series and benchmarks/")
     r.add_argument("--check", action="store_true", help="only check that the table is up to date")
     r.set_defaults(run=cmd_readme)
     bn = sub.add_parser("bench", help="measure the overlay's speed-ups side by side (median of N runs)")

@@ -19,6 +19,7 @@ from .series import Patch
 from .upstream import version_key
 
 START, END = "<!-- patch-table:start -->", "<!-- patch-table:end -->"
+GATE_START, GATE_END = "<!-- regressions-table:start -->", "<!-- regressions-table:end -->"
 
 
 def upstream_prs(patch: Patch) -> tuple[int, ...]:
@@ -61,9 +62,21 @@ def load_drift(root: Path) -> dict[str, Any]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def with_table(readme: str, table: str) -> str:
-    if START not in readme or END not in readme:
-        raise OverlayError(f"README.md lacks the {START} ... {END} markers")
-    head, rest = readme.split(START, 1)
-    _, tail = rest.split(END, 1)
-    return f"{head}{START}\n{table}\n{END}{tail}"
+def with_table(readme: str, table: str, start: str = START, end: str = END) -> str:
+    """`readme` with the block between the `start` and `end` markers replaced by `table`."""
+    if start not in readme or end not in readme:
+        raise OverlayError(f"README.md lacks the {start} ... {end} markers")
+    head, rest = readme.split(start, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{start}\n{table}\n{end}{tail}"
+
+
+def render_gate(record: dict[str, Any] | None) -> str:
+    """The differential gate's latest recorded run (`verify --regressions --record`), or why none."""
+    if record is None:
+        return "Not recorded yet: `python -m torch_overlay verify --regressions --tier full --record`."
+    from .regressions import render
+
+    when = record["date"][:10]
+    return (f"{record['tier'].capitalize()} tier, series `{record['series']}`, Python {record['python']}, "
+            f"{when}: {'no regression' if record['ok'] else 'REGRESSIONS FOUND'}.\n\n{render(record)}")

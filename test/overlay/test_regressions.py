@@ -1,0 +1,185 @@
+"""The differential gate (`verify --regressions`): per-case verdicts, flakiness, tiers, the real corpus.
+
+The mechanics run on a synthetic base whose corpus has one case of every kind (passing on both
+sides, fixed by the series, broken by it, flaky on stock, full tier only); the last class runs
+the real corpus (`test/differential`) on stock 2.9.1 and on the overlay: nothing that passes
+on stock may fail on the overlay.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from synthetic import REPO, SyntheticProject
+
+sys.path.insert(0, str(REPO))
+from torch_overlay import regressions  # noqa: E402
+from torch_overlay.regressions import (  # noqa: E402
+    AGREE_FAIL, AGREE_PASS, FAILED, FIXED, FLAKY_OVERLAY, FLAKY_STOCK, MISSING, ONE_SIDED, PASSED, REGRESSED,
+    SKIPPED, SKIPPED_BOTH, classify, parse_junit,
+)
+
+BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
+
+CORPUS = '''\
+import os
+import unittest
+from pathlib import Path
+
+import torch
+import torch.arith
+
+STOCK = "stock-" in torch.__file__
+
+
+class TestArith(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(torch.ops.add(2, 2), 4)
+
+    def test_double(self):  # wrong on the base, fixed by the series
+        self.assertEqual(torch.arith.double(2), 4)
+
+    def test_triple(self):  # right on the base, broken by the series
+        self.assertEqual(torch.arith.triple(2), 6)
+
+    def test_both_wrong(self):
+        self.assertEqual(torch.ops.mul(2, 2), 5)
+
+    def test_flaky_on_stock(self):  # fails the first time it runs on stock only
+        marker = Path(os.environ["FLAKY_DIR"]) / "ran-on-stock"
+        if STOCK and not marker.exists():
+            marker.touch()
+            self.fail("first run on stock")
+
+    @unittest.skipUnless(os.environ.get("PYTORCH_TEST_WITH_SLOW") == "1", "full tier only")
+    def test_full_tier_only(self):
+        self.assertEqual(torch.ops.add(1, 1), 2)
+'''
+
+
+def case(verdict_cases: list[dict[str, object]], name: str) -> dict[str, object]:
+    return next(c for c in verdict_cases if c["case"] == f"TestArith::{name}")
+
+
+class TestClassify(unittest.TestCase):
+    """Verdicts from each side's outcomes (first run, then re-runs)."""
+
+    def test_agreement_and_direction(self) -> None:
+        self.assertEqual(classify([PASSED], [PASSED]), AGREE_PASS)
+        self.assertEqual(classify([FAILED], [FAILED]), AGREE_FAIL)
+        self.assertEqual(classify([FAILED, FAILED, FAILED], [PASSED, PASSED, PASSED]), FIXED)
+        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, FAILED, FAILED]), REGRESSED)
+
+    def test_a_case_the_overlay_skips_or_loses_is_a_regression(self) -> None:
+        self.assertEqual(classify([PASSED], [SKIPPED]), REGRESSED)
+        self.assertEqual(classify([PASSED], [MISSING]), REGRESSED)
+        self.assertEqual(classify([SKIPPED], [SKIPPED]), SKIPPED_BOTH)
+        self.assertEqual(classify([MISSING], [PASSED]), ONE_SIDED)
+
+    def test_flakiness_is_named_by_side(self) -> None:
+        self.assertEqual(classify([FAILED, PASSED, PASSED], [PASSED, PASSED, PASSED]), FLAKY_STOCK)
+        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, FAILED]), FLAKY_OVERLAY)
+
+    def test_junit_outcomes(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            xml = Path(tmp) / "r.xml"
+            xml.write_text(
+                '<testsuites><testsuite name="pytest">'
+                '<testcase classname="test_x.TestXCPU" name="test_a_cpu"/>'
+                '<testcase classname="test_x.TestXCPU" name="test_b_cpu"><failure message="x"/></testcase>'
+                '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="x"/></testcase>'
+                '<testcase classname="test_x.TestXCPU" name="test_d_cpu"><skipped message="x"/></testcase>'
+                "</testsuite></testsuites>")
+            self.assertEqual(parse_junit(xml), {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
+                                                "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
+
+
+class TestSyntheticGate(unittest.TestCase):
+    """`verify --regressions` end to end on a synthetic base and series, real pytest runs."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls._tmp = tempfile.TemporaryDirectory()
+        p = SyntheticProject(Path(cls._tmp.name), extra=BUGGY)
+        p.tool("tree")
+        p.commit_edit("torch/arith.py", "x + x + 1", "x + x", "[arith] Fix double")
+        p.commit_edit("torch/arith.py", "3 * x", "3 * x + 1", "[arith] Break triple")
+        p.tool("export")
+        corpus = p.root / "test" / "differential"
+        corpus.mkdir(parents=True)
+        (corpus / "test_arith.py").write_text(CORPUS)
+        cls.p = p
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls._tmp.cleanup()
+
+    def gate(self, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
+        with tempfile.TemporaryDirectory() as flaky:
+            result = self.p.tool("verify", "--regressions", "--json", *args, check=False, FLAKY_DIR=flaky)
+        return result, json.loads(result.stdout) if result.stdout.strip() else {}
+
+    def test_fast_tier_classifies_every_case_and_fails_on_the_regression(self) -> None:
+        result, data = self.gate()
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertIn("TestArith::test_triple", result.stderr)
+        self.assertFalse(data["ok"])
+        (part,) = data["parts"]
+        self.assertEqual(part["part"], "differential/test_arith")
+        cases = part["cases"]
+        self.assertEqual(case(cases, "test_double")["verdict"], FIXED)
+        self.assertEqual(case(cases, "test_triple")["verdict"], REGRESSED)
+        self.assertEqual(case(cases, "test_triple")["stock"], [PASSED] * 3)  # re-run, stable
+        self.assertEqual(case(cases, "test_both_wrong")["verdict"], AGREE_FAIL)
+        self.assertEqual(case(cases, "test_flaky_on_stock")["verdict"], FLAKY_STOCK)
+        self.assertEqual(case(cases, "test_full_tier_only")["verdict"], SKIPPED_BOTH)
+        self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_add, counted but not listed
+        self.assertEqual(data["totals"][REGRESSED], 1)
+        self.assertFalse(list((self.p.root / "build" / "regressions").glob("stock-*")))  # not kept
+
+    def test_full_tier_runs_the_slow_cases_and_records_for_the_readme(self) -> None:
+        result, data = self.gate("--tier", "full", "--record")
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(data["tier"], "full")
+        self.assertEqual(data["parts"][0]["counts"][AGREE_PASS], 2)  # test_add and test_full_tier_only
+        recorded = json.loads((self.p.root / regressions.RECORD_FILE).read_text())
+        self.assertEqual(recorded["totals"], data["totals"])
+
+    def test_table_names_every_case_that_does_not_agree(self) -> None:
+        result, data = self.gate()
+        table = regressions.render(data)
+        self.assertIn("| differential/test_arith | 1 | 1 | 1 | 1 | 1 | 1 |", table)
+        self.assertIn("- regressed: `differential/test_arith::TestArith::test_triple` "
+                      "(stock passed/passed/passed, overlay failed/failed/failed)", table)
+        self.assertIn("- flaky-on-stock: `differential/test_arith::TestArith::test_flaky_on_stock`", table)
+
+    def test_without_a_corpus_it_says_where_it_looked(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            bare = SyntheticProject(Path(tmp))
+            result = bare.tool("verify", "--regressions", check=False)
+        self.assertEqual(result.returncode, 2)
+        self.assertRegex(result.stderr.strip(), r"^error: no corpus: .*test/differential holds no test_\*\.py file$")
+
+
+class TestRealCorpus(unittest.TestCase):
+    """The gate itself, fast tier, on the real base and series: no case regresses."""
+
+    def test_nothing_that_passes_on_stock_fails_on_the_overlay(self) -> None:
+        result = subprocess.run([sys.executable, "-m", "torch_overlay", "verify", "--regressions", "--json"],
+                                cwd=REPO, capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, result.stderr[-4000:])
+        data = json.loads(result.stdout)
+        parts = {p["part"]: p for p in data["parts"]}
+        self.assertEqual(set(parts), {f"differential/{p.stem}" for p in (REPO / "test" / "differential").glob("test_*.py")})
+        for name, part in parts.items():
+            self.assertGreater(part["counts"][AGREE_PASS], 0, f"{name} passed nothing on either side")
+        self.assertEqual(data["totals"][REGRESSED], 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

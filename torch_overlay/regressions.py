@@ -1,0 +1,292 @@
+"""The differential gate: one generated corpus, run on stock torch and on the overlay, case by case.
+
+`verify` proves that each patch fixes its bug; this proves that the overlay breaks nothing
+else. Every file `test/differential/test_*.py` (a corpus *part*) runs with pytest twice with
+the same interpreter: against a stock tree of the base (hard links, as `verify` uses) and
+against the overlay tree, each with its own inductor cache. Eager is the oracle inside the
+corpus; here only the two sides' per-case outcomes are compared:
+
+* agree-pass / agree-fail: both sides say the same;
+* fixed: fails on stock, passes on the overlay;
+* regressed: passes on stock, fails on the overlay (the gate fails);
+* flaky: a case whose outcome changed when re-run on the same side (each disagreeing case is
+  re-run `RERUNS` times on both sides); flaky on stock is reported, never counted against the
+  overlay, and never hidden.
+
+The tier picks the corpus size: `fast` (what `python test/run_test.py` runs) or `full`, which
+sets `PYTORCH_TEST_WITH_SLOW=1` so the corpus registers every op, sample and configuration.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import stock
+from .base import Base
+from .errors import OverlayError
+from .lock import build_lock
+from .project import Project
+from .testrun import progress, test_env
+
+CORPUS_DIR = Path("test") / "differential"
+RECORD_FILE = Path("benchmarks") / "regressions.json"
+TIERS = ("fast", "full")
+SIDES = ("stock", "overlay")
+RERUNS = 2
+
+# Per-case outcomes, as pytest reports them.
+PASSED, FAILED, SKIPPED, MISSING = "passed", "failed", "skipped", "missing"
+# Per-case verdicts.
+AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED = "agree-pass", "agree-fail", "fixed", "regressed"
+FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED = "flaky-on-stock", "flaky-on-overlay", "skipped", "one-sided"
+VERDICTS = (AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED)
+
+
+def work_dir(project: Project) -> Path:
+    return project.build_dir / "regressions"
+
+
+def corpus_parts(project: Project) -> list[Path]:
+    parts = sorted((project.root / CORPUS_DIR).glob("test_*.py"))
+    if not parts:
+        raise OverlayError(f"no corpus: {project.root / CORPUS_DIR} holds no test_*.py file")
+    return parts
+
+
+def part_name(path: Path) -> str:
+    """`differential/test_programs`: a test name relative to `test/`, as run_test.py names files."""
+    return path.relative_to(path.parents[1]).with_suffix("").as_posix()
+
+
+@dataclass(frozen=True)
+class SideRun:
+    """One pytest run of one part on one side: each case's outcome, and how the run ended."""
+
+    outcomes: dict[str, str]
+    returncode: int | None  # None: timed out
+    seconds: float
+    log: str
+
+
+def parse_junit(xml_path: Path) -> dict[str, str]:
+    """`Class::test` -> passed/failed/skipped, from pytest's JUnit XML."""
+    outcomes: dict[str, str] = {}
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        cls = case.get("classname", "").rsplit(".", 1)[-1]
+        key = f"{cls}::{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            outcomes[key] = FAILED
+        elif case.find("skipped") is not None:
+            outcomes[key] = SKIPPED
+        else:
+            outcomes[key] = PASSED
+    return outcomes
+
+
+def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
+             cases: list[str] | None = None) -> SideRun:
+    """Run `part` (or only `cases` of it) with torch taken from `tree`; a fresh inductor cache."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="regressions-") as scratch:
+        env = test_env([tree], Path(scratch) / "inductor")
+        if tier == "full":
+            env["PYTORCH_TEST_WITH_SLOW"] = "1"
+        else:
+            env.pop("PYTORCH_TEST_WITH_SLOW", None)
+        xml_path = Path(scratch) / "junit.xml"
+        targets = [f"{part}::{case}" for case in cases] if cases else [str(part)]
+        cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={part.parent}", "-p", "no:cacheprovider",
+               "-q", "-rfE", f"--junit-xml={xml_path}"]
+        with log.open("w") as out:
+            try:
+                returncode: int | None = subprocess.run(cmd, cwd=part.parent, env=env, stdout=out,
+                                                        stderr=subprocess.STDOUT, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                returncode = None
+        outcomes = parse_junit(xml_path) if xml_path.exists() else {}
+    return SideRun(outcomes, returncode, round(time.monotonic() - start, 1), str(log))
+
+
+@dataclass
+class CaseResult:
+    case: str
+    stock: list[str] = field(default_factory=list)  # first run, then re-runs
+    overlay: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        return classify(self.stock, self.overlay)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"case": self.case, "verdict": self.verdict, "stock": self.stock, "overlay": self.overlay}
+
+
+def classify(stock_runs: list[str], overlay_runs: list[str]) -> str:
+    """The verdict of one case from its outcomes on each side (first run first)."""
+    if MISSING in stock_runs[:1] or MISSING in overlay_runs[:1]:
+        # A case one side never reported: the file crashed there, or the corpus differs.
+        if stock_runs[:1] == [PASSED]:
+            return REGRESSED  # the overlay lost a case stock passes
+        return ONE_SIDED
+    if len(set(stock_runs)) > 1:
+        return FLAKY_STOCK
+    if len(set(overlay_runs)) > 1:
+        return FLAKY_OVERLAY
+    s, o = stock_runs[0], overlay_runs[0]
+    if s == SKIPPED and o == SKIPPED:
+        return SKIPPED_BOTH
+    if s == o:
+        return AGREE_PASS if s == PASSED else AGREE_FAIL
+    if s == PASSED:
+        return REGRESSED  # failed or skipped on the overlay: either way it lost a passing case
+    if o == PASSED:
+        return FIXED
+    return AGREE_FAIL  # failed on one side, skipped on the other: nothing passes
+
+
+@dataclass
+class PartResult:
+    name: str
+    cases: dict[str, CaseResult]
+    runs: dict[str, SideRun]
+
+    def counts(self) -> Counter[str]:
+        return Counter(c.verdict for c in self.cases.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "part": self.name,
+            "counts": {v: self.counts().get(v, 0) for v in VERDICTS},
+            "runs": {side: {"returncode": r.returncode, "seconds": r.seconds, "cases": len(r.outcomes)}
+                     for side, r in self.runs.items()},
+            # agree-pass cases are the bulk: listed by count only, every other verdict by name
+            "cases": [c.to_json() for c in self.cases.values() if c.verdict != AGREE_PASS],
+        }
+
+
+def merge(stock_run: SideRun, overlay_run: SideRun) -> dict[str, CaseResult]:
+    names = sorted(set(stock_run.outcomes) | set(overlay_run.outcomes))
+    return {n: CaseResult(n, [stock_run.outcomes.get(n, MISSING)], [overlay_run.outcomes.get(n, MISSING)])
+            for n in names}
+
+
+def run_sides(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int,
+              cases: list[str] | None = None, attempt: int = 0) -> dict[str, SideRun]:
+    """Both sides of one part, at once when `jobs` > 1 (each pytest is one process)."""
+    def one(side: str) -> SideRun:
+        suffix = f"-rerun{attempt}" if attempt else ""
+        log = logs / f"{part.stem}-{side}{suffix}.log"
+        return run_part(part, trees[side], log, tier, timeout, cases)
+
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(SIDES)))) as pool:
+        return dict(zip(SIDES, pool.map(one, SIDES)))
+
+
+def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int) -> PartResult:
+    name = part_name(part)
+    progress(f"  {name}: stock and overlay ({tier} tier) ...")
+    runs = run_sides(part, trees, logs, tier, timeout, jobs)
+    for side, run in runs.items():
+        if not run.outcomes:
+            ended = "timed out" if run.returncode is None else f"exited {run.returncode}"
+            raise OverlayError(f"{name} reported no test case on {side} ({ended}); see {run.log}")
+    cases = merge(runs["stock"], runs["overlay"])
+    disagreeing = [n for n, c in cases.items() if c.stock != c.overlay and MISSING not in c.stock + c.overlay]
+    for attempt in range(1, RERUNS + 1 if disagreeing else 1):
+        progress(f"  {name}: re-running {len(disagreeing)} disagreeing case(s), attempt {attempt}/{RERUNS}")
+        again = run_sides(part, trees, logs, tier, timeout, jobs, disagreeing, attempt)
+        for n in disagreeing:
+            cases[n].stock.append(again["stock"].outcomes.get(n, MISSING))
+            cases[n].overlay.append(again["overlay"].outcomes.get(n, MISSING))
+    result = PartResult(name, cases, runs)
+    counts = result.counts()
+    progress(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]))
+    return result
+
+
+def run_gate(project: Project, base: Base, tier: str, *, timeout: float = 3600.0, jobs: int = 2,
+             keep: bool = False) -> list[PartResult]:
+    """The whole corpus on both sides; the overlay tree must already hold the whole series."""
+    if tier not in TIERS:
+        raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
+    parts = corpus_parts(project)
+    work = work_dir(project)
+    with build_lock(work):
+        stock_tree = work / f"stock-{base.version}"
+        try:
+            stock.ensure_stock_tree(base, stock_tree)
+            stock.clear_tests(stock_tree)
+            trees = {"stock": stock_tree, "overlay": project.tree_dir}
+            results = []
+            for index, part in enumerate(parts, 1):
+                progress(f"[{index}/{len(parts)}] {part_name(part)}")
+                results.append(check_part(part, trees, work / "logs", tier, timeout, jobs))
+        finally:
+            if not keep:
+                stock.remove(stock_tree)
+    return results
+
+
+def regressions(results: list[PartResult]) -> list[str]:
+    return [f"{r.name}::{c.case}" for r in results for c in r.cases.values() if c.verdict == REGRESSED]
+
+
+def to_json(results: list[PartResult], base: Base, series: str, tier: str) -> dict[str, Any]:
+    total = Counter[str]()
+    for r in results:
+        total.update(r.counts())
+    return {
+        "schema": 1,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        "tier": tier,
+        "base": {"version": base.version, "revision": base.revision},
+        "series": series,
+        "python": ".".join(map(str, sys.version_info[:3])),
+        "ok": not regressions(results),
+        "totals": {v: total.get(v, 0) for v in VERDICTS},
+        "parts": [r.to_json() for r in results],
+    }
+
+
+def render(record: dict[str, Any]) -> str:
+    """One table: a row per corpus part, a column per verdict; then every non-agreeing case."""
+    shown = [v for v in VERDICTS if any(p["counts"][v] for p in record["parts"])] or [AGREE_PASS]
+    header = ["part", *shown, "stock s", "overlay s"]
+    rows = [[p["part"], *(str(p["counts"][v]) for v in shown),
+             *(f"{p['runs'][side]['seconds']:.0f}" for side in SIDES)] for p in record["parts"]]
+    rows.append(["total", *(str(record["totals"][v]) for v in shown), "", ""])
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]
+               if c["verdict"] in (FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, ONE_SIDED)]
+    for part, case in notable:
+        lines.append(f"- {case['verdict']}: `{part}::{case['case']}` "
+                     f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
+    return "\n".join(lines)
+
+
+def record(project: Project, data: dict[str, Any]) -> Path:
+    """Write `benchmarks/regressions.json` (what the README table is rendered from), atomically."""
+    path = project.root / RECORD_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def load_record(root: Path) -> dict[str, Any] | None:
+    path = root / RECORD_FILE
+    return json.loads(path.read_text()) if path.exists() else None
