@@ -6,8 +6,13 @@ apply (`git apply --check`) or apply in reverse (already there)? The tests come 
 overlay tree, as for `verify`.
 
     already upstream   the tests pass on the release and/or the patch reverse-applies
+    partly upstream    some cases that fail on the base pass on the release (upstream's fix is
+                       there) and others still fail: the patch covers cases beyond upstream
     still needed       the tests fail there and the patch applies
     conflicts          the tests fail and the patch neither applies nor reverse-applies
+
+The comparison is per test case: each case of the patch's suite is run on the base (stock) and
+on the release, so a case the release fixed is told apart from one it still gets wrong.
 """
 
 from __future__ import annotations
@@ -31,32 +36,55 @@ from .pin import Pin
 from .project import Project
 from .prove import existing_tests, run_side, select, side_summary, verify_dir
 from .series import Patch, read_series
-from .testrun import CRASH, PASS, TIMEOUT, RunResult, progress
+from .testrun import CASE_FAILED, CASE_PASSED, CRASH, PASS, TIMEOUT, RunResult, progress
 
-ALREADY_UPSTREAM, STILL_NEEDED, CONFLICTS = "already upstream", "still needed", "conflicts"
+ALREADY_UPSTREAM, PARTLY_UPSTREAM = "already upstream", "partly upstream"
+STILL_NEEDED, CONFLICTS = "still needed", "conflicts"
 RECORD_FILE = Path("benchmarks") / "drift.json"
 
 
 @dataclass(frozen=True)
 class PatchDrift:
     patch: Patch
-    tests: tuple[RunResult, ...]
+    tests: tuple[RunResult, ...]  # on the release
     apply: ApplyCheck
+    base_tests: tuple[RunResult, ...] = ()  # the same files on the base (stock)
 
     @property
     def tests_pass(self) -> bool:
         # Only a real pass counts: a file whose tests were all skipped there proves nothing.
         return bool(self.tests) and all(r.outcome == PASS for r in self.tests)
 
+    def _cases(self, runs: tuple[RunResult, ...]) -> dict[str, str]:
+        return {f"{r.file}::{name}": outcome for r in runs for name, outcome in r.cases.items()}
+
+    @property
+    def fixed_upstream(self) -> list[str]:
+        """Cases that fail on the base and pass on the release: upstream's fix is there."""
+        base, release = self._cases(self.base_tests), self._cases(self.tests)
+        return sorted(c for c, o in base.items() if o == CASE_FAILED and release.get(c) == CASE_PASSED)
+
+    @property
+    def beyond_upstream(self) -> list[str]:
+        """Cases that fail on the base and still do not pass on the release."""
+        base, release = self._cases(self.base_tests), self._cases(self.tests)
+        return sorted(c for c, o in base.items() if o == CASE_FAILED and release.get(c) != CASE_PASSED)
+
     @property
     def verdict(self) -> str:
         if self.tests_pass or self.apply.reverse_applies:
             return ALREADY_UPSTREAM
+        if self.fixed_upstream and self.beyond_upstream:
+            return PARTLY_UPSTREAM
         return STILL_NEEDED if self.apply.applies else CONFLICTS
 
     def evidence(self) -> str:
         tests = f"tests {side_summary(self.tests)}" if self.tests else "no tests"
         return f"{tests}; patch {self.apply.describe()}"
+
+    def cases_summary(self) -> str:
+        """`fixed upstream 3, beyond upstream 2`: the cases that fail on the base, by their fate."""
+        return f"fixed upstream {len(self.fixed_upstream)}, beyond upstream {len(self.beyond_upstream)}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +93,9 @@ class PatchDrift:
             "title": self.patch.title,
             "tests": [r.to_json() for r in self.tests],
             "tests_pass": self.tests_pass,
+            "base_tests": [r.to_json() for r in self.base_tests],
+            "fixed_upstream": self.fixed_upstream,
+            "beyond_upstream": self.beyond_upstream,
             "applies": self.apply.applies,
             "reverse_applies": self.apply.reverse_applies,
             "apply_output": self.apply.output,
@@ -73,8 +104,12 @@ class PatchDrift:
 
 
 def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path], patches: list[Patch],
-                  logs: Path, timeout: float) -> list[PatchDrift]:
-    """Apply checks and test runs of each patch on a stock tree of another release."""
+                  logs: Path, timeout: float, base_tree: Path | None = None) -> list[PatchDrift]:
+    """Apply checks and test runs of each patch on a stock tree of another release.
+
+    With `base_tree` (a stock tree of the base) the same tests also run there, so that each
+    case can be told fixed upstream or beyond upstream.
+    """
     results = []
     for index, patch in enumerate(patches, 1):
         progress(f"[{index}/{len(patches)}] {patch.path.name}")
@@ -83,7 +118,11 @@ def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path]
         files = existing_tests(patch, overlay_tree)
         stock.place_tests(release_tree, overlay_tree, files)
         runs = run_side(release_tree, pythonpath, patch, "upstream", files, logs, timeout)
-        results.append(PatchDrift(patch, runs, check))
+        base_runs: tuple[RunResult, ...] = ()
+        if base_tree is not None:
+            stock.place_tests(base_tree, overlay_tree, files)
+            base_runs = run_side(base_tree, [base_tree], patch, "stock", files, logs, timeout)
+        results.append(PatchDrift(patch, runs, check, base_runs))
     stock.clear_tests(release_tree)
     return results
 
@@ -120,15 +159,19 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
         }, (deps / ".complete").read_text().split() if deps else [])
         with build_lock(work):
             release_tree = work / f"stock-{version}"
+            base_tree = work / f"stock-{base.version}"
             try:
                 stock.ensure_stock_tree(release, release_tree)
+                stock.ensure_stock_tree(base, base_tree)
                 clock = time.monotonic()
                 pythonpath = [release_tree] + ([deps] if deps else [])
-                results = drift_on_tree(release_tree, project.tree_dir, pythonpath, patches, work / "logs", timeout)
+                results = drift_on_tree(release_tree, project.tree_dir, pythonpath, patches, work / "logs", timeout,
+                                        base_tree)
                 seconds["checks"] = time.monotonic() - clock
             finally:
                 if not keep:
                     stock.remove(release_tree)
+                    stock.remove(base_tree)
     finally:
         if not keep:  # also after an interruption: a release weighs gigabytes
             upstream.remove_release(project.cache_dir, release_pin, wheel)
@@ -137,16 +180,18 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
 
 
 def render(version: str, results: list[PatchDrift]) -> str:
-    rows = [("patch", f"tests on {version}", "git apply --check", "verdict")]
-    rows += [(r.patch.id, side_summary(r.tests), r.apply.describe(), r.verdict) for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
+    rows = [("patch", f"tests on {version}", "cases failing on the base", "git apply --check", "verdict")]
+    rows += [(r.patch.id, side_summary(r.tests), r.cases_summary(), r.apply.describe(), r.verdict) for r in results]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:4])) + f"  {row[4]}" for row in rows]
     lines.insert(1, "-" * max(len(line) for line in lines))
     for r in results:  # a crash (e.g. an import error) says nothing about the bug: point at it
         for run in r.tests:
             if run.outcome in (CRASH, TIMEOUT):
                 lines.append(f"{r.patch.id}: {run.file} did not run to completion on {version} ({run.outcome}); "
                              f"the verdict rests on git apply. Log: {run.log}")
+        lines.extend(f"{r.patch.id}: beyond upstream: {case}" for case in r.beyond_upstream
+                     if r.verdict == PARTLY_UPSTREAM)
     return "\n".join(lines)
 
 
@@ -169,7 +214,8 @@ _MACHINE_LOCAL_KEYS = ("log", "tail")
 
 def _portable(entry: dict[str, Any]) -> dict[str, Any]:
     for patch in entry["patches"]:
-        patch["tests"] = [{k: v for k, v in t.items() if k not in _MACHINE_LOCAL_KEYS} for t in patch["tests"]]
+        for key in ("tests", "base_tests"):
+            patch[key] = [{k: v for k, v in t.items() if k not in _MACHINE_LOCAL_KEYS} for t in patch.get(key, [])]
     return entry
 
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .drift import ALREADY_UPSTREAM, RECORD_FILE
+from .drift import ALREADY_UPSTREAM, PARTLY_UPSTREAM, RECORD_FILE
 from .errors import OverlayError
 from .series import Patch
 from .upstream import version_key
@@ -29,11 +29,15 @@ def upstream_prs(patch: Patch) -> tuple[int, ...]:
 
 
 def first_release_with_fix(drift: dict[str, Any], patch: Patch) -> str:
+    """The lowest measured release carrying the fix, whole or as upstream's part of it."""
     checked = sorted(drift, key=version_key)
     for version in checked:
-        verdicts = {p["file"]: p["verdict"] for p in drift[version]["patches"]}
-        if verdicts.get(patch.path.name) == ALREADY_UPSTREAM:
+        entry = {p["file"]: p for p in drift[version]["patches"]}.get(patch.path.name, {})
+        if entry.get("verdict") == ALREADY_UPSTREAM:
             return version
+        if entry.get("verdict") == PARTLY_UPSTREAM:
+            beyond = len(entry["beyond_upstream"])
+            return f"{version}: upstream fix present; {beyond} case{'s' if beyond != 1 else ''} beyond upstream"
     measured = [v for v in checked if patch.path.name in {p["file"] for p in drift[v]["patches"]}]
     return f"none of {', '.join(measured)}" if measured else "not measured"
 

@@ -21,11 +21,8 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -37,7 +34,7 @@ from .base import Base
 from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
-from .testrun import progress, test_env
+from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, progress, run_pytest
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
@@ -45,8 +42,8 @@ TIERS = ("fast", "full")
 SIDES = ("stock", "overlay")
 RERUNS = 2
 
-# Per-case outcomes, as pytest reports them.
-PASSED, FAILED, SKIPPED, MISSING = "passed", "failed", "skipped", "missing"
+PASSED, FAILED, SKIPPED = CASE_PASSED, CASE_FAILED, CASE_SKIPPED
+MISSING = "missing"  # the case was not reported on that side (its file crashed there)
 # Per-case verdicts.
 AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED = "agree-pass", "agree-fail", "fixed", "regressed"
 FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED = "flaky-on-stock", "flaky-on-overlay", "skipped", "one-sided"
@@ -79,44 +76,13 @@ class SideRun:
     log: str
 
 
-def parse_junit(xml_path: Path) -> dict[str, str]:
-    """`Class::test` -> passed/failed/skipped, from pytest's JUnit XML."""
-    outcomes: dict[str, str] = {}
-    for case in ET.parse(xml_path).getroot().iter("testcase"):
-        cls = case.get("classname", "").rsplit(".", 1)[-1]
-        key = f"{cls}::{case.get('name')}"
-        if case.find("failure") is not None or case.find("error") is not None:
-            outcomes[key] = FAILED
-        elif case.find("skipped") is not None:
-            outcomes[key] = SKIPPED
-        else:
-            outcomes[key] = PASSED
-    return outcomes
-
-
 def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
              cases: list[str] | None = None) -> SideRun:
-    """Run `part` (or only `cases` of it) with torch taken from `tree`; a fresh inductor cache."""
-    log.parent.mkdir(parents=True, exist_ok=True)
+    """Run `part` (or only `cases` of it) with torch taken from `tree`."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="regressions-") as scratch:
-        env = test_env([tree], Path(scratch) / "inductor")
-        if tier == "full":
-            env["PYTORCH_TEST_WITH_SLOW"] = "1"
-        else:
-            env.pop("PYTORCH_TEST_WITH_SLOW", None)
-        xml_path = Path(scratch) / "junit.xml"
-        targets = [f"{part}::{case}" for case in cases] if cases else [str(part)]
-        cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={part.parent}", "-p", "no:cacheprovider",
-               "-q", "-rfE", f"--junit-xml={xml_path}"]
-        with log.open("w") as out:
-            try:
-                returncode: int | None = subprocess.run(cmd, cwd=part.parent, env=env, stdout=out,
-                                                        stderr=subprocess.STDOUT, timeout=timeout).returncode
-            except subprocess.TimeoutExpired:
-                returncode = None
-        outcomes = parse_junit(xml_path) if xml_path.exists() else {}
-    return SideRun(outcomes, returncode, round(time.monotonic() - start, 1), str(log))
+    slow = {"PYTORCH_TEST_WITH_SLOW": "1" if tier == "full" else "0"}  # torch's own switch for the full tier
+    returncode, outcomes = run_pytest(part, [tree], log, timeout, cases, slow)
+    return SideRun(outcomes or {}, returncode, round(time.monotonic() - start, 1), str(log))
 
 
 @dataclass

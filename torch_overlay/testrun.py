@@ -1,25 +1,29 @@
-"""Run one regression test file against a given torch directory, with its own inductor cache.
+"""Run a test file with pytest against a given torch directory, with its own inductor cache.
 
 The torch under test is chosen by `PYTHONPATH` alone: it comes before the `.pth` of an editable
 install, so the same interpreter runs the file against the overlay tree or against a stock
 tree, without a second virtual environment. Inductor caches (FX graph, AOT autograd) are
 shared between processes by default; a stale entry written by the other torch could answer
 for this one, so every run gets a fresh `TORCHINDUCTOR_CACHE_DIR` that is deleted afterwards.
+Each case's outcome comes from pytest's JUnit XML (the one parser of test results here):
+`verify`, `verify --against` and `verify --regressions` all compare runs case by case.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 PASS, FAIL, CRASH, EMPTY, TIMEOUT = "pass", "fail", "crash", "no-tests", "timeout"
+# One case's outcome, as pytest reports it.
+CASE_PASSED, CASE_FAILED, CASE_SKIPPED = "passed", "failed", "skipped"
 LOG_TAIL_LINES = 25
 DEFAULT_TIMEOUT = 1800.0
 
@@ -31,12 +35,13 @@ class RunResult:
     file: str
     outcome: str
     returncode: int | None
-    tests_run: int | None  # None: unittest never printed "Ran N tests" (import error, crash)
-    failed: int  # failures + errors (+ unexpected successes)
+    tests_run: int | None  # None: pytest wrote no report (crash before or while collecting)
+    failed: int  # failures + errors
     skipped: int
     seconds: float
     log: str  # path of the full output
     tail: str
+    cases: dict[str, str] = field(default_factory=dict)  # `Class::test` -> CASE_* outcome
 
     @property
     def failing(self) -> bool:
@@ -55,20 +60,19 @@ class RunResult:
         return asdict(self)
 
 
-def parse_unittest(output: str) -> tuple[int | None, int, int]:
-    """(tests run, failed, skipped) from unittest's closing lines; run is None without them."""
-    runs = re.findall(r"^Ran (\d+) tests? in ", output, flags=re.M)
-    if not runs:
-        return None, 0, 0
-    status = re.findall(r"^(?:OK|FAILED)(?: \((.*)\))?\s*$", output, flags=re.M)
-    pairs = re.findall(r"([a-z ]+)=(\d+)", status[-1] if status else "")
-    counts = {name.strip(): int(n) for name, n in pairs}
-    failed = sum(counts.get(k, 0) for k in ("failures", "errors", "unexpected successes"))
-    # Each failing subTest counts as a failure of its own; report failing tests instead.
-    failing_tests = set(re.findall(r"^(?:FAIL|ERROR|UNEXPECTED SUCCESS): (\S+ \([^)\s]*\))", output, flags=re.M))
-    if failing_tests:
-        failed = min(failed, len(failing_tests))
-    return int(runs[-1]), failed, counts.get("skipped", 0)
+def parse_junit(xml_path: Path) -> dict[str, str]:
+    """`Class::test` -> CASE_PASSED/CASE_FAILED/CASE_SKIPPED, from pytest's JUnit XML."""
+    outcomes: dict[str, str] = {}
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        cls = case.get("classname", "").rsplit(".", 1)[-1]
+        key = f"{cls}::{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            outcomes[key] = CASE_FAILED
+        elif case.find("skipped") is not None:
+            outcomes[key] = CASE_SKIPPED
+        else:
+            outcomes[key] = CASE_PASSED
+    return outcomes
 
 
 def classify(returncode: int | None, tests_run: int | None, skipped: int) -> str:
@@ -98,30 +102,52 @@ def test_env(pythonpath: list[Path], cache_dir: Path) -> dict[str, str]:
     return env
 
 
+def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
+               cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
+               ) -> tuple[int | None, dict[str, str] | None]:
+    """pytest on `test_path` (or only its `cases`, `Class::test`), cwd its directory.
+
+    Returns the exit status (None: timed out) and each case's outcome (None: no JUnit XML, the
+    run crashed before pytest could write it). The full output goes to `log`.
+    """
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="testrun-") as scratch:
+        cache = Path(scratch) / "inductor"
+        cache.mkdir()
+        env = dict(test_env(pythonpath, cache), **(extra_env or {}))
+        xml_path = Path(scratch) / "junit.xml"
+        targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
+        cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={test_path.parent}", "-p", "no:cacheprovider",
+               "-q", "-rfE", f"--junit-xml={xml_path}"]
+        with log.open("w") as out:
+            try:
+                returncode: int | None = subprocess.run(cmd, cwd=test_path.parent, env=env, stdout=out,
+                                                        stderr=subprocess.STDOUT, timeout=timeout).returncode
+            except subprocess.TimeoutExpired:
+                returncode = None
+        return returncode, parse_junit(xml_path) if xml_path.exists() else None
+
+
 def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,
                   timeout: float = DEFAULT_TIMEOUT) -> RunResult:
-    """Run `root/test_file` with `sys.executable`, cwd `root`, torch taken from `pythonpath`."""
-    log.parent.mkdir(parents=True, exist_ok=True)
+    """Run `root/test_file` under pytest with `sys.executable`, torch taken from `pythonpath`."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="inductor-cache-") as cache, log.open("w") as out:
-        try:
-            proc = subprocess.run([sys.executable, test_file], cwd=root, env=test_env(pythonpath, Path(cache)),
-                                  stdout=out, stderr=subprocess.STDOUT, timeout=timeout)
-            returncode: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            returncode = None
+    returncode, cases = run_pytest(root / test_file, pythonpath, log, timeout)
     text = log.read_text(errors="replace")
-    tests_run, failed, skipped = parse_unittest(text)
+    outcomes = list((cases or {}).values())
+    tests_run = None if cases is None else len(outcomes)
+    skipped = outcomes.count(CASE_SKIPPED)
     return RunResult(
         file=test_file,
         outcome=classify(returncode, tests_run, skipped),
         returncode=returncode,
         tests_run=tests_run,
-        failed=failed,
+        failed=outcomes.count(CASE_FAILED),
         skipped=skipped,
         seconds=round(time.monotonic() - start, 1),
         log=str(log),
         tail="\n".join(text.splitlines()[-LOG_TAIL_LINES:]),
+        cases=cases or {},
     )
 
 

@@ -58,6 +58,12 @@ class TestPatchTable(TestCase):
         self.assertEqual(first_release_with_fix(drift({"2.10.0": "conflicts"}), self.patch), "none of 2.10.0")
         self.assertEqual(first_release_with_fix({}, self.patch), "not measured")
 
+    def test_a_partly_upstream_fix_says_how_many_cases_go_beyond(self) -> None:
+        measured = drift({"2.10.0": "still needed", "2.12.1": "partly upstream"})
+        measured["2.12.1"]["patches"][0]["beyond_upstream"] = ["test/x.py::TestX::test_a", "test/x.py::TestX::test_b"]
+        self.assertEqual(first_release_with_fix(measured, self.patch),
+                         "2.12.1: upstream fix present; 2 cases beyond upstream")
+
     def test_row(self) -> None:
         table = render_table([self.patch], drift({"2.12.1": "already upstream"}))
         self.assertExpectedInline(

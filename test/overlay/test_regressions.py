@@ -21,8 +21,9 @@ sys.path.insert(0, str(REPO))
 from torch_overlay import regressions  # noqa: E402
 from torch_overlay.regressions import (  # noqa: E402
     AGREE_FAIL, AGREE_PASS, FAILED, FIXED, FLAKY_OVERLAY, FLAKY_STOCK, MISSING, ONE_SIDED, PASSED, REGRESSED,
-    SKIPPED, SKIPPED_BOTH, classify, parse_junit,
+    SKIPPED, SKIPPED_BOTH, classify,
 )
+from torch_overlay.testrun import parse_junit  # noqa: E402
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
 

@@ -18,8 +18,9 @@ from synthetic import DATE, SOURCES, TAG, SyntheticProject, record_hash, sha256
 
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n"}
-FIXED = b"def double(x):\n    return x + x\n"
+WRONG_TAIL = b"\n\ndef triple(x):\n    return 3 * x + 1\n\n\ndef quad(x):\n    return 4 * x + 1\n"
+BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n" + WRONG_TAIL}
+FIXED = b"def double(x):\n    return x + x\n" + WRONG_TAIL
 RELEASE = "2.10.0"
 
 DOUBLE_TEST = '''\
@@ -46,6 +47,24 @@ import torch.ops
 class TestHalf(unittest.TestCase):
     def test_half(self):
         self.assertEqual(torch.ops.half(4), 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
+'''
+
+MULTIPLES_TEST = '''\
+import unittest
+
+import torch.arith
+
+
+class TestMultiples(unittest.TestCase):
+    def test_triple(self):
+        self.assertEqual(torch.arith.triple(2), 6)
+
+    def test_quad(self):
+        self.assertEqual(torch.arith.quad(2), 8)
 
 
 if __name__ == "__main__":
@@ -227,6 +246,26 @@ class TestAgainstRelease(StageTestCase):
         self.assertFalse((self.p.cache / "base" / sha256(self.wheel)[:16]).exists())
         self.assertFalse((self.p.cache / "wheels" / self.wheel.name).exists())
         self.assertFalse(any((self.p.root / "build" / "verify").glob("stock-*")))
+
+    def test_a_release_with_upstreams_part_of_a_fix_is_told_apart_case_by_case(self) -> None:
+        """0003 fixes triple and quad; the release fixed triple only: one case is beyond upstream."""
+        arith = (self.p.tree / "torch/arith.py").read_text()
+        fixed_both = arith.replace("3 * x + 1", "3 * x").replace("4 * x + 1", "4 * x")
+        self.p.commit_files({"torch/arith.py": fixed_both, "test/arith/test_multiples.py": MULTIPLES_TEST},
+                            "[arith] Fix triple and quad")
+        self.p.tool("export")
+        release_files = dict(SOURCES, **{"torch/arith.py": FIXED.replace(b"3 * x + 1", b"3 * x")})
+        self.wheel = release_wheel(self.links, release_files)
+        self.pin_release(sha256(self.wheel))
+        result = self.tool("verify", "--against", RELEASE, "--record")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("0003: beyond upstream: test/arith/test_multiples.py::TestMultiples::test_quad", result.stdout)
+        recorded = {p["id"]: p for p in json.loads((self.p.root / "benchmarks" / "drift.json").read_text())[RELEASE]["patches"]}
+        self.assertEqual(recorded["0003"]["verdict"], "partly upstream")
+        self.assertEqual(recorded["0003"]["fixed_upstream"], ["test/arith/test_multiples.py::TestMultiples::test_triple"])
+        self.assertEqual(recorded["0003"]["beyond_upstream"], ["test/arith/test_multiples.py::TestMultiples::test_quad"])
+        self.assertEqual(recorded["0001"]["beyond_upstream"], [])
+        self.assertEqual(recorded["0002"]["beyond_upstream"], ["test/test_half.py::TestHalf::test_half"])
 
     def test_stage_onto_release(self) -> None:
         self.pin_release(sha256(self.wheel))
