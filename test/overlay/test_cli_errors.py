@@ -68,7 +68,8 @@ class TestUsageAndInput(CliTestCase):
         self.assertIn("series:2: '0001-missing.patch' is not an existing NNNN-slug.patch file", stderr)
 
     def test_out_of_date_readme_table_is_a_failed_check(self) -> None:
-        (self.p.root / "README.md").write_text("<!-- patch-table:start -->\nold\n<!-- patch-table:end -->\n")
+        (self.p.root / "README.md").write_text("<!-- patch-table:start -->\nold\n<!-- patch-table:end -->\n"
+                                               "<!-- regressions-table:start -->\n<!-- regressions-table:end -->\n")
         self.fails(1, "readme", "--check")
 
 
