@@ -41,6 +41,9 @@ from .testrun import CASE_FAILED, CASE_PASSED, CRASH, PASS, TIMEOUT, RunResult, 
 ALREADY_UPSTREAM, PARTLY_UPSTREAM = "already upstream", "partly upstream"
 STILL_NEEDED, CONFLICTS = "still needed", "conflicts"
 RECORD_FILE = Path("benchmarks") / "drift.json"
+# Backend extensions installed in this environment (OpenReg) are built against the base's ABI
+# and cannot load into another release; both sides run without them, so their cases match.
+NO_EXTENSIONS = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 
 
 @dataclass(frozen=True)
@@ -117,11 +120,11 @@ def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path]
         check = applycheck.check(release_tree, patch)
         files = existing_tests(patch, overlay_tree)
         stock.place_tests(release_tree, overlay_tree, files)
-        runs = run_side(release_tree, pythonpath, patch, "upstream", files, logs, timeout)
+        runs = run_side(release_tree, pythonpath, patch, "upstream", files, logs, timeout, NO_EXTENSIONS)
         base_runs: tuple[RunResult, ...] = ()
         if base_tree is not None:
             stock.place_tests(base_tree, overlay_tree, files)
-            base_runs = run_side(base_tree, [base_tree], patch, "stock", files, logs, timeout)
+            base_runs = run_side(base_tree, [base_tree], patch, "stock", files, logs, timeout, NO_EXTENSIONS)
         results.append(PatchDrift(patch, runs, check, base_runs))
     stock.clear_tests(release_tree)
     return results

@@ -88,11 +88,11 @@ def log_path(logs: Path, patch: Patch, side: str, test_file: str) -> Path:
 
 
 def run_side(root: Path, pythonpath: list[Path], patch: Patch, side: str, files: tuple[str, ...],
-             logs: Path, timeout: float) -> tuple[RunResult, ...]:
+             logs: Path, timeout: float, extra_env: dict[str, str] | None = None) -> tuple[RunResult, ...]:
     results = []
     for name in files:
         progress(f"  {patch.id} {side:8s} {name} ...")
-        result = run_test_file(root, name, pythonpath, log_path(logs, patch, side, name), timeout)
+        result = run_test_file(root, name, pythonpath, log_path(logs, patch, side, name), timeout, extra_env)
         progress(f"  {patch.id} {side:8s} {name}: {result.summary()} ({result.seconds:.0f}s)")
         results.append(result)
     return tuple(results)

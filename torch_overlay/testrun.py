@@ -129,10 +129,10 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
 
 
 def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,
-                  timeout: float = DEFAULT_TIMEOUT) -> RunResult:
+                  timeout: float = DEFAULT_TIMEOUT, extra_env: dict[str, str] | None = None) -> RunResult:
     """Run `root/test_file` under pytest with `sys.executable`, torch taken from `pythonpath`."""
     start = time.monotonic()
-    returncode, cases = run_pytest(root / test_file, pythonpath, log, timeout)
+    returncode, cases = run_pytest(root / test_file, pythonpath, log, timeout, extra_env=extra_env)
     text = log.read_text(errors="replace")
     outcomes = list((cases or {}).values())
     tests_run = None if cases is None else len(outcomes)
