@@ -1,8 +1,9 @@
-"""The PEP 517 / 660 backend on a synthetic project, driven by pip itself where pip can drive it.
+"""The PEP 517 / 660 backend on a synthetic project, driven by the real front-ends.
 
-The synthetic project gets this repository's pyproject.toml and a copy of the tool, so pip runs
-the real in-tree backend; `--no-build-isolation` lets it use this environment's `packaging`
-instead of fetching build requirements.
+The synthetic project gets this repository's pyproject.toml and a copy of the tool, so every
+front-end runs the real in-tree backend. The pip tests pass `--no-build-isolation` (this
+environment's `packaging`, no index); `TestFrontEnds` drives `python -m build` and uv the way
+users do, each in an isolated build environment filled from the index.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from synthetic import REPO, SyntheticProject, record_hash, sha256
 from test_wheel import raw_members
 
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import instantiate_parametrized_tests, parametrize, run_tests, TestCase
 
 
 def metadata(text: str) -> email.message.Message:
@@ -198,6 +199,85 @@ class TestSdist(BackendTestBase):
         self.assertEqual(raw_members(self.tmp / "from-sdist" / wheel), raw_members(tool))
         self.assertEqual(sha256(self.tmp / "from-sdist" / wheel), sha256(tool))
 
+
+class TestFrontEnds(BackendTestBase):
+    """What users type. Every standard front-end runs the backend in its own isolated build
+    environment (build requirements from the index), as on a user's machine, and must give
+    the wheel `python -m torch_overlay wheel` writes, byte for byte."""
+
+    def run_front_end(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = self.env(UV_CACHE_DIR=str(self.tmp / "uv-cache"), UV_NO_PROGRESS="1")
+        result = subprocess.run(args, cwd=self.tmp, env=env, capture_output=True, text=True)
+        self.assertEqual(result.returncode, 0, f"{' '.join(args)}:\n{result.stdout}\n{result.stderr}")
+        return result
+
+    def uv(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.run_front_end(sys.executable, "-m", "uv", *args)
+
+    def assert_tool_wheel(self, out: Path) -> None:
+        built = list(out.glob("*.whl"))
+        self.assertEqual(len(built), 1, built)
+        tool = self.tool_wheel()
+        self.assertEqual(built[0].name, tool.name)
+        self.assertEqual(sha256(built[0]), sha256(tool))
+
+    def fresh_venv(self) -> str:
+        env_dir = self.tmp / "venv"
+        venv.create(env_dir, with_pip=False)  # uv installs into it; pip is not needed there
+        return str(env_dir / "bin" / "python")
+
+    def installed(self, python: str) -> tuple[str, str, str]:
+        """torch's location, its installed version and the text of the patched module."""
+        code = "import torch, importlib.metadata as m; print(torch.__file__); print(m.version('torch'))"
+        out = subprocess.run([python, "-c", code], cwd=self.tmp, env=self.env(), capture_output=True, text=True, check=True)
+        file, version = out.stdout.splitlines()
+        return file, version, (Path(file).parent / "ops.py").read_text()
+
+    def test_python_m_build_wheel(self) -> None:
+        self.run_front_end(sys.executable, "-m", "build", "--wheel", "-o", str(self.tmp / "out"), str(self.p.root))
+        self.assert_tool_wheel(self.tmp / "out")
+
+    def test_python_m_build_goes_through_the_sdist(self) -> None:
+        # build's default: an sdist, then the wheel built from the unpacked sdist
+        self.run_front_end(sys.executable, "-m", "build", "-o", str(self.tmp / "out"), str(self.p.root))
+        self.assertEqual(len(list((self.tmp / "out").glob("*.tar.gz"))), 1)
+        self.assert_tool_wheel(self.tmp / "out")
+
+    def test_uv_build_wheel(self) -> None:
+        self.uv("build", "--wheel", "-o", str(self.tmp / "out"), str(self.p.root))
+        self.assert_tool_wheel(self.tmp / "out")
+
+    def test_uv_pip_install_installs_the_tool_wheel(self) -> None:
+        python = self.fresh_venv()
+        self.uv("pip", "install", "--python", python, "--no-deps", str(self.p.root))
+        file, version, patched = self.installed(python)
+        self.assertTrue(file.startswith(str(self.tmp / "venv")), file)  # a copy, not the tree
+        self.assertEqual(version, self.tool_wheel().name.split("-")[1])
+        self.assertIn("return b * a", patched)
+
+    @parametrize("editable", [False, True])
+    def test_uv_reinstalls_when_the_series_changes(self, editable: bool) -> None:
+        # A second install after a new patch must give a new torch: a new version, and the new
+        # code (uv skips reinstalling a local project it considers fresh)
+        python = self.fresh_venv()
+        install = ["pip", "install", "--python", python, "--no-deps", *(["-e"] if editable else []), str(self.p.root)]
+        self.uv(*install)
+        self.p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")
+        self.p.tool("export")
+        self.uv(*install)
+        _, version, patched = self.installed(python)
+        self.assertEqual(version, self.tool_wheel().name.split("-")[1])
+        self.assertIn("return b + a", patched)
+
+    def test_uv_pip_install_editable_imports_the_tree(self) -> None:
+        python = self.fresh_venv()
+        self.uv("pip", "install", "--python", python, "--no-deps", "-e", str(self.p.root))
+        file, version, _ = self.installed(python)
+        self.assertEqual(Path(file), self.p.tree.resolve() / "torch" / "__init__.py")
+        self.assertEqual(version, self.tool_wheel().name.split("-")[1])
+
+
+instantiate_parametrized_tests(TestFrontEnds)
 
 if __name__ == "__main__":
     run_tests()
