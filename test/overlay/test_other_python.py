@@ -28,19 +28,40 @@ from torch_overlay.series import read_series  # noqa: E402
 from torch_overlay.tree import overlay_version  # noqa: E402
 
 FULL_TIER = os.environ.get("TORCH_OVERLAY_TEST_TIER") == "full"
-PYTHON = os.environ.get("TORCH_OVERLAY_OTHER_PYTHON", "python3.12")
+OTHER_VERSION = "3.12"
 PROJECT = Project.discover(REPO)
 VERSION = overlay_version(load_pin(PROJECT.pin_file).version, read_series(PROJECT.patches_dir))
 TIMEOUT = 3600
+
+
+def runs(python: str) -> bool:
+    return shutil.which(python) is not None and subprocess.run([python, "-c", "pass"], capture_output=True).returncode == 0
+
+
+def other_python() -> str | None:
+    """`TORCH_OVERLAY_OTHER_PYTHON`, else python3.12 on PATH, else a pyenv-installed 3.12 that is
+    not the active version (its shim refuses to run it, its own binary runs)."""
+    named = os.environ.get("TORCH_OVERLAY_OTHER_PYTHON")
+    if named:
+        return named if runs(named) else None
+    if runs(f"python{OTHER_VERSION}"):
+        return f"python{OTHER_VERSION}"
+    pyenv = shutil.which("pyenv")
+    if pyenv is None:
+        return None
+    root = Path(subprocess.run([pyenv, "root"], capture_output=True, text=True).stdout.strip())
+    installed = sorted(root.glob(f"versions/{OTHER_VERSION}*/bin/python{OTHER_VERSION}"))
+    return str(installed[-1]) if installed and runs(str(installed[-1])) else None
 
 
 @unittest.skipUnless(FULL_TIER, "full tier: `python test/run_test.py --full`")
 class TestOtherPython(TestCase):
     def setUp(self) -> None:
         super().setUp()
-        probe = subprocess.run([PYTHON, "-c", "pass"], capture_output=True) if shutil.which(PYTHON) else None
-        if probe is None or probe.returncode != 0:
-            self.fail(f"{PYTHON} does not run here; set TORCH_OVERLAY_OTHER_PYTHON to another CPython's path")
+        python = other_python()
+        if python is None:
+            self.fail(f"no CPython {OTHER_VERSION} runs here; set TORCH_OVERLAY_OTHER_PYTHON to another CPython's path")
+        self.python = python
         self._tmp = tempfile.TemporaryDirectory(prefix="other-python-")
         self.tmp = Path(self._tmp.name)
 
@@ -60,7 +81,7 @@ class TestOtherPython(TestCase):
         sdist = self.tmp / f"torch-{VERSION}.tar.gz"
         write_sdist(PROJECT, VERSION, sdist)
         env_dir = self.tmp / "venv"
-        self.run_checked(PYTHON, "-m", "venv", str(env_dir))
+        self.run_checked(self.python, "-m", "venv", str(env_dir))
         python = str(env_dir / "bin" / "python")
         self.run_checked(python, "-m", "pip", "install", "-q", str(sdist), "pytest", "numpy", "expecttest")
         shown = self.run_checked(python, "-c", "import sys, torch; print(sys.version_info[:2], torch.__version__, "
