@@ -8,7 +8,8 @@ corpus; here only the two sides' per-case outcomes are compared:
 
 * agree-pass / agree-fail: both sides say the same;
 * fixed: fails on stock, passes on the overlay;
-* regressed: passes on stock, fails on the overlay (the gate fails);
+* regressed: passes on stock every time, fails (or is skipped) on the overlay even once (the
+  gate fails: a failure the overlay only sometimes shows is still one stock never shows);
 * flaky: a case whose outcome changed when re-run on the same side (each disagreeing case is
   re-run `RERUNS` times on both sides); flaky on stock is reported, never counted against the
   overlay, and never hidden.
@@ -106,6 +107,8 @@ def classify(stock_runs: list[str], overlay_runs: list[str]) -> str:
         if stock_runs[:1] == [PASSED]:
             return REGRESSED  # the overlay lost a case stock passes
         return ONE_SIDED
+    if set(stock_runs) == {PASSED} and set(overlay_runs) != {PASSED}:
+        return REGRESSED  # the overlay lost a case stock always passes, if only on some runs
     if len(set(stock_runs)) > 1:
         return FLAKY_STOCK
     if len(set(overlay_runs)) > 1:

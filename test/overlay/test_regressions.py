@@ -84,7 +84,12 @@ class TestClassify(unittest.TestCase):
 
     def test_flakiness_is_named_by_side(self) -> None:
         self.assertEqual(classify([FAILED, PASSED, PASSED], [PASSED, PASSED, PASSED]), FLAKY_STOCK)
-        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, FAILED]), FLAKY_OVERLAY)
+        self.assertEqual(classify([FAILED, FAILED, FAILED], [PASSED, FAILED, PASSED]), FLAKY_OVERLAY)
+
+    def test_a_failure_only_some_overlay_runs_show_is_a_regression(self) -> None:
+        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, FAILED]), REGRESSED)
+        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, PASSED]), REGRESSED)
+        self.assertEqual(classify([PASSED, PASSED, PASSED], [PASSED, SKIPPED, PASSED]), REGRESSED)
 
     def test_junit_outcomes(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
