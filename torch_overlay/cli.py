@@ -67,6 +67,8 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
         raise OverlayError("--regressions compares with the base itself; it does not take --against")
     if args.record and not (args.against or args.regressions):
         raise OverlayError("--record needs --against VERSION or --regressions")
+    if args.part and not args.regressions:
+        raise OverlayError("--part names corpus parts of --regressions; use -p PATCH_ID to choose patches")
     if args.regressions:
         return verify_regressions(project, pin, args)
     if args.against:
@@ -86,10 +88,11 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     from . import regressions
 
-    regressions.corpus_parts(project)  # no corpus: say so before fetching or building anything
+    parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
-    results = regressions.run_gate(project, base, args.tier, timeout=args.timeout, jobs=args.jobs, keep=args.keep)
+    results = regressions.run_gate(project, base, args.tier, parts=parts, timeout=args.timeout, jobs=args.jobs,
+                                   keep=args.keep)
     data = regressions.to_json(results, base, tree.overlay_version(base.version, read_series(project.patches_dir)),
                                args.tier)
     written = regressions.record(project, data) if args.record else None
@@ -172,6 +175,9 @@ def parser() -> argparse.ArgumentParser:
                    help="the differential gate: the test/differential corpus on stock and on the overlay, per case")
     v.add_argument("--tier", choices=("fast", "full"), default="fast",
                    help="with --regressions: corpus size (fast: what run_test.py runs; full: every op and sample)")
+    v.add_argument("--part", nargs="+", metavar="PART",
+                   help="with --regressions: only these corpus parts (e.g. test_programs); "
+                        "--record merges them into the recorded run of the same tier")
     v.add_argument("-j", "--jobs", type=int, default=2, help="with --regressions: run the two sides at once (default: 2)")
     v.add_argument("--record", action="store_true",
                    help="write the results to benchmarks/ (drift.json with --against, regressions.json with --regressions)")

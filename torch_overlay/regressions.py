@@ -28,6 +28,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 from . import stock
@@ -60,6 +61,19 @@ def corpus_parts(project: Project) -> list[Path]:
     if not parts:
         raise OverlayError(f"no corpus: {project.root / CORPUS_DIR} holds no test_*.py file")
     return parts
+
+
+def select_parts(project: Project, names: Sequence[str] = ()) -> list[Path]:
+    """The corpus parts to run: all, or those named (`test_programs` or `differential/test_programs`)."""
+    parts = corpus_parts(project)
+    if not names:
+        return parts
+    by_name = {name: part for part in parts for name in (part.stem, part_name(part))}
+    unknown = [name for name in names if name not in by_name]
+    if unknown:
+        raise OverlayError(f"no corpus part {', '.join(unknown)} in {project.root / CORPUS_DIR}: "
+                           f"choose from {', '.join(part.stem for part in parts)}")
+    return sorted({by_name[name] for name in names})
 
 
 def part_name(path: Path) -> str:
@@ -185,12 +199,13 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     return result
 
 
-def run_gate(project: Project, base: Base, tier: str, *, timeout: float = 3600.0, jobs: int = 2,
-             keep: bool = False) -> list[PartResult]:
-    """The whole corpus on both sides; the overlay tree must already hold the whole series."""
+def run_gate(project: Project, base: Base, tier: str, *, parts: Sequence[Path] = (), timeout: float = 3600.0,
+             jobs: int = 2, keep: bool = False) -> list[PartResult]:
+    """The corpus (or the given parts of it) on both sides; the overlay tree must already hold the
+    whole series."""
     if tier not in TIERS:
         raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
-    parts = corpus_parts(project)
+    parts = list(parts) or corpus_parts(project)
     work = work_dir(project)
     with build_lock(work):
         stock_tree = work / f"stock-{base.version}"
@@ -213,20 +228,36 @@ def regressions(results: list[PartResult]) -> list[str]:
 
 
 def to_json(results: list[PartResult], base: Base, series: str, tier: str) -> dict[str, Any]:
-    total = Counter[str]()
-    for r in results:
-        total.update(r.counts())
-    return {
+    date = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
+    return with_totals({
         "schema": 1,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime()),
+        "date": date,
         "tier": tier,
         "base": {"version": base.version, "revision": base.revision},
         "series": series,
         "python": ".".join(map(str, sys.version_info[:3])),
-        "ok": not regressions(results),
-        "totals": {v: total.get(v, 0) for v in VERDICTS},
-        "parts": [r.to_json() for r in results],
-    }
+        # each part says when and on which series it ran: a record can merge runs of single parts
+        "parts": [dict(r.to_json(), series=series, date=date) for r in results],
+    })
+
+
+def with_totals(data: dict[str, Any]) -> dict[str, Any]:
+    total = Counter[str]()
+    for part in data["parts"]:
+        total.update(part["counts"])
+    ok = not total.get(REGRESSED)
+    return dict(data, ok=ok, totals={v: total.get(v, 0) for v in VERDICTS})
+
+
+def merge_records(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """A run of some parts replaces those parts in a record of the same tier and base; the other
+    parts stay, each with the series and date it ran on (a full tier can be recorded part by part)."""
+    if previous is None or (previous["tier"], previous["base"]) != (new["tier"], new["base"]):
+        return new
+    ran = {p["part"] for p in new["parts"]}
+    kept = [dict(p, series=p.get("series", previous["series"]), date=p.get("date", previous["date"]))
+            for p in previous["parts"] if p["part"] not in ran]
+    return with_totals(dict(new, parts=sorted(kept + new["parts"], key=lambda p: p["part"])))
 
 
 def render(record: dict[str, Any]) -> str:
@@ -243,15 +274,20 @@ def render(record: dict[str, Any]) -> str:
     for part, case in notable:
         lines.append(f"- {case['verdict']}: `{part}::{case['case']}` "
                      f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
+    for p in record["parts"]:
+        if p.get("series", record["series"]) != record["series"]:
+            lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")
     return "\n".join(lines)
 
 
 def record(project: Project, data: dict[str, Any]) -> Path:
-    """Write `benchmarks/regressions.json` (what the README table is rendered from), atomically."""
+    """Merge a run into `benchmarks/regressions.json` (what the README table is rendered from),
+    atomically."""
     path = project.root / RECORD_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
+    merged = merge_records(load_record(project.root), data)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.write_text(json.dumps(merged, indent=1) + "\n")
     os.replace(tmp, path)
     return path
 

@@ -63,6 +63,22 @@ class TestArith(unittest.TestCase):
 '''
 
 
+MORE_CORPUS = """
+import unittest
+
+
+class TestMore(unittest.TestCase):
+    def test_more(self):
+        pass
+
+    # extra
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+
 def case(verdict_cases: list[dict[str, object]], name: str) -> dict[str, object]:
     return next(c for c in verdict_cases if c["case"] == f"TestArith::{name}")
 
@@ -163,6 +179,39 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertIn("- regressed: `differential/test_arith::TestArith::test_triple` "
                       "(stock passed/passed/passed, overlay failed/failed/failed)", table)
         self.assertIn("- flaky-on-stock: `differential/test_arith::TestArith::test_flaky_on_stock`", table)
+
+    def test_a_part_run_merges_into_the_record(self) -> None:
+        # A full tier can be recorded part by part: a run of one part replaces that part only.
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            (p.root / "test" / "differential" / "test_more.py").write_text(MORE_CORPUS)
+            with tempfile.TemporaryDirectory() as flaky:
+                first = p.tool("verify", "--regressions", "--tier", "full", "--record", check=False, FLAKY_DIR=flaky)
+            self.assertEqual(first.returncode, 1, first.stderr)  # test_triple regresses
+            recorded = json.loads((p.root / regressions.RECORD_FILE).read_text())
+            arith = next(part for part in recorded["parts"] if part["part"] == "differential/test_arith")
+            (p.root / "test" / "differential" / "test_more.py").write_text(MORE_CORPUS.replace("# extra", "def test_more_again(self):\n        pass"))
+            p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")  # a new series
+            p.tool("export")
+            with tempfile.TemporaryDirectory() as flaky:
+                again = p.tool("verify", "--regressions", "--tier", "full", "--record", "--part", "test_more",
+                               check=False, FLAKY_DIR=flaky)
+            self.assertEqual(again.returncode, 0, again.stderr)  # only test_more ran: no regression in it
+            merged = json.loads((p.root / regressions.RECORD_FILE).read_text())
+        self.assertEqual([part["part"] for part in merged["parts"]], ["differential/test_arith", "differential/test_more"])
+        self.assertEqual(merged["parts"][0], arith)  # kept as recorded, with its own date and series
+        self.assertEqual(merged["parts"][1]["counts"][AGREE_PASS], 2)
+        self.assertEqual(merged["totals"][AGREE_PASS], arith["counts"][AGREE_PASS] + 2)
+        self.assertEqual(merged["totals"][REGRESSED], 1)
+        self.assertFalse(merged["ok"])  # the kept part still regresses
+        self.assertNotEqual(merged["series"], arith["series"])
+        self.assertIn(f"- recorded on an earlier series: `differential/test_arith` (series `{arith['series']}`, "
+                      f"{arith['date'][:10]})", regressions.render(merged))
+
+    def test_an_unknown_part_is_named_before_anything_runs(self) -> None:
+        result = self.p.tool("verify", "--regressions", "--part", "test_nothing", check=False)
+        self.assertEqual(result.returncode, 2)
+        self.assertRegex(result.stderr.strip(), r"^error: no corpus part test_nothing in .*: choose from test_arith$")
 
     def test_without_a_corpus_it_says_where_it_looked(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
