@@ -119,11 +119,13 @@ def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     readme_path = project.root / "README.md"
     current = readme_path.read_text()
-    from .regressions import load_record
+    from .regressions import corpus_files, load_record, part_name
 
     table = readme.render_table(read_series(project.patches_dir), readme.load_drift(project.root))
     wanted = readme.with_table(current, table)
-    wanted = readme.with_table(wanted, readme.render_gate(load_record(project.root)), readme.GATE_START, readme.GATE_END)
+    corpus = [part_name(part) for part in corpus_files(project)]
+    wanted = readme.with_table(wanted, readme.render_gate(load_record(project.root), corpus),
+                               readme.GATE_START, readme.GATE_END)
     if args.check:
         if wanted != current:
             raise CheckFailed("README.md's tables are out of date: run `python -m torch_overlay readme`")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,18 @@ def with_table(readme: str, table: str, start: str = START, end: str = END) -> s
     return f"{head}{start}\n{table}\n{end}{tail}"
 
 
-def render_gate(record: dict[str, Any] | None) -> str:
-    """The differential gate's latest recorded run (`verify --regressions --record`), or why none."""
+def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> str:
+    """The differential gate's latest recorded run (`verify --regressions --record`), or why none;
+    `corpus` names every part, so that parts the record lacks are named too."""
     if record is None:
         return "Not recorded yet: `python -m torch_overlay verify --regressions --tier full --record`."
     from .regressions import render
 
     when = record["date"][:10]
-    return (f"{record['tier'].capitalize()} tier, series `{record['series']}`, Python {record['python']}, "
+    text = (f"{record['tier'].capitalize()} tier, series `{record['series']}`, Python {record['python']}, "
             f"{when}: {'no regression' if record['ok'] else 'REGRESSIONS FOUND'}.\n\n{render(record)}")
+    missing = [name for name in corpus if name not in {p["part"] for p in record["parts"]}]
+    if missing:
+        text += ("\n\nNot recorded in this tier yet: " + ", ".join(f"`{name}`" for name in missing)
+                 + f" (`python -m torch_overlay verify --regressions --tier {record['tier']} --record --part NAME`).")
+    return text

@@ -56,8 +56,12 @@ def work_dir(project: Project) -> Path:
     return project.build_dir / "regressions"
 
 
+def corpus_files(project: Project) -> list[Path]:
+    return sorted((project.root / CORPUS_DIR).glob("test_*.py"))
+
+
 def corpus_parts(project: Project) -> list[Path]:
-    parts = sorted((project.root / CORPUS_DIR).glob("test_*.py"))
+    parts = corpus_files(project)
     if not parts:
         raise OverlayError(f"no corpus: {project.root / CORPUS_DIR} holds no test_*.py file")
     return parts

@@ -12,7 +12,10 @@ from synthetic import REPO
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.readme import first_release_with_fix, render_table, upstream_prs, with_table  # noqa: E402
+from torch_overlay.readme import (  # noqa: E402
+    first_release_with_fix, render_gate, render_table, upstream_prs, with_table,
+)
+from torch_overlay.regressions import VERDICTS  # noqa: E402
 from torch_overlay.series import Patch  # noqa: E402
 
 MESSAGE = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
@@ -76,6 +79,19 @@ class TestPatchTable(TestCase):
         self.assertEqual(
             with_table(readme, "new"), "intro\n<!-- patch-table:start -->\nnew\n<!-- patch-table:end -->\noutro\n"
         )
+
+    def test_gate_names_the_parts_its_record_lacks(self) -> None:
+        counts = {v: 0 for v in VERDICTS}
+        part = {"part": "differential/test_a", "counts": dict(counts, **{"agree-pass": 3}), "cases": [],
+                "runs": {"stock": {"seconds": 1.0}, "overlay": {"seconds": 1.0}}}
+        record = {"tier": "full", "series": "2.9.1+ovl1.gabc", "python": "3.11.7", "date": "2026-11-24T00:00:00+00:00",
+                  "ok": True, "totals": part["counts"], "parts": [part]}
+        text = render_gate(record, ["differential/test_a", "differential/test_b"])
+        self.assertIn("Full tier, series `2.9.1+ovl1.gabc`, Python 3.11.7, 2026-11-24: no regression.", text)
+        self.assertTrue(text.endswith(
+            "Not recorded in this tier yet: `differential/test_b` "
+            "(`python -m torch_overlay verify --regressions --tier full --record --part NAME`)."), text)
+        self.assertNotIn("Not recorded in this tier", render_gate(record, ["differential/test_a"]))
 
     def test_repository_readme_is_up_to_date(self) -> None:
         result = subprocess.run([sys.executable, "-m", "torch_overlay", "readme", "--check"], cwd=REPO,
