@@ -91,7 +91,7 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
     parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
-    results = regressions.run_gate(project, base, args.tier, parts=parts, timeout=args.timeout, jobs=args.jobs,
+    results = regressions.run_gate(project, base, args.tier, parts, timeout=args.timeout, jobs=args.jobs,
                                    keep=args.keep)
     data = regressions.to_json(results, base, tree.overlay_version(base.version, read_series(project.patches_dir)),
                                args.tier)

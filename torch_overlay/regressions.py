@@ -203,13 +203,12 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     return result
 
 
-def run_gate(project: Project, base: Base, tier: str, *, parts: Sequence[Path] = (), timeout: float = 3600.0,
+def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, timeout: float = 3600.0,
              jobs: int = 2, keep: bool = False) -> list[PartResult]:
-    """The corpus (or the given parts of it) on both sides; the overlay tree must already hold the
+    """The given corpus parts (`select_parts`) on both sides; the overlay tree must already hold the
     whole series."""
     if tier not in TIERS:
         raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
-    parts = list(parts) or corpus_parts(project)
     work = work_dir(project)
     with build_lock(work):
         stock_tree = work / f"stock-{base.version}"
@@ -259,8 +258,7 @@ def merge_records(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[
     if previous is None or (previous["tier"], previous["base"]) != (new["tier"], new["base"]):
         return new
     ran = {p["part"] for p in new["parts"]}
-    kept = [dict(p, series=p.get("series", previous["series"]), date=p.get("date", previous["date"]))
-            for p in previous["parts"] if p["part"] not in ran]
+    kept = [p for p in previous["parts"] if p["part"] not in ran]
     return with_totals(dict(new, parts=sorted(kept + new["parts"], key=lambda p: p["part"])))
 
 
@@ -279,7 +277,7 @@ def render(record: dict[str, Any]) -> str:
         lines.append(f"- {case['verdict']}: `{part}::{case['case']}` "
                      f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
     for p in record["parts"]:
-        if p.get("series", record["series"]) != record["series"]:
+        if p["series"] != record["series"]:
             lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")
     return "\n".join(lines)
 
