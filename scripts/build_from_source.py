@@ -22,8 +22,9 @@ The submodules must be checked out (`git submodule update --init --recursive`) b
 Expected time: hours. A CPU-only build compiles several thousand C++ translation units; this was
 not measured on this machine. Basis of the estimate: upstream's CI (pytorch/pytorch PR #183931)
 reports 294 build runner-minutes for six x86 CPU wheel builds (6 x ~49 min) on
-`linux.12xlarge.memory.ephemeral` runners, i.e. close to an hour per build on many cores; upstream's CONTRIBUTING.md ("Make no-op build fast": ninja, ccache) exists
-because full builds are that slow. With 2 cores expect several hours (plan for 4-8 h; ccache makes
+`linux.12xlarge.memory.ephemeral` runners, i.e. close to an hour per build on many cores;
+upstream's CONTRIBUTING.md ("Make no-op build fast": ninja, ccache) exists because full builds
+are that slow. With 2 cores expect several hours (plan for 4-8 h; ccache makes
 rebuilds fast). Disk: the build directory takes tens of GB.
 """
 
@@ -37,8 +38,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+# Run as a file (`python scripts/build_from_source.py`, from any directory): the tool it drives
+# is the package next to it, not an installed one.
 sys.path.insert(0, str(ROOT))
 
+from torch_overlay import git, log  # noqa: E402
 from torch_overlay.errors import OverlayError  # noqa: E402
 from torch_overlay.message import parse, suites  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
@@ -46,18 +50,11 @@ from torch_overlay.project import Project  # noqa: E402
 from torch_overlay.series import Patch, read_series  # noqa: E402
 
 
-def git(checkout: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(["git", *args], cwd=checkout, text=True, capture_output=True)
-    if check and result.returncode != 0:
-        raise OverlayError(f"git {' '.join(args)} failed in {checkout}:\n{result.stderr.strip()}")
-    return result
-
-
 def check_checkout(checkout: Path) -> None:
     missing = [name for name in ("torch", "setup.py", ".git") if not (checkout / name).exists()]
     if missing:
         raise OverlayError(f"{checkout} is not an upstream PyTorch checkout (missing: {', '.join(missing)})")
-    dirty = git(checkout, "status", "--porcelain").stdout.splitlines()
+    dirty = git.user_run(checkout, "status", "--porcelain").stdout.splitlines()  # unstripped: columns matter
     if dirty:
         listed = ", ".join(line[3:] for line in dirty[:10])
         raise OverlayError(f"{checkout} has uncommitted changes ({listed}); commit or stash them first")
@@ -65,19 +62,21 @@ def check_checkout(checkout: Path) -> None:
 
 def series_applied(checkout: Path, revision: str, patches: list[Patch]) -> bool:
     """Whether HEAD is `revision` plus exactly the series (by commit titles), e.g. after a failed build."""
-    if not patches or git(checkout, "rev-parse", f"HEAD~{len(patches)}", check=False).stdout.strip() != revision:
+    if not patches:
         return False
-    titles = git(checkout, "log", "--reverse", "--format=%s", f"{revision}..HEAD").stdout.splitlines()
+    if git.user_run(checkout, "rev-parse", f"HEAD~{len(patches)}", check=False).stdout.strip() != revision:
+        return False
+    titles = git.user_out(checkout, "log", "--reverse", "--format=%s", f"{revision}..HEAD").splitlines()
     return titles == [p.title for p in patches]
 
 
 def check_revision(checkout: Path, revision: str, patches: list[Patch]) -> bool:
     """True when the series still has to be applied; refuses any other HEAD than the pinned one."""
-    head = git(checkout, "rev-parse", "HEAD").stdout.strip()
+    head = git.user_out(checkout, "rev-parse", "HEAD")
     if head == revision:
         return True
     if series_applied(checkout, revision, patches):
-        print(f"{checkout}: the series is already applied on {revision[:12]}", file=sys.stderr)
+        log.info(f"{checkout}: the series is already applied on {revision[:12]}")
         return False
     raise OverlayError(
         f"{checkout} is at {head[:12]}, but the series is pinned to {revision} (overlay.toml [base] revision); "
@@ -88,13 +87,15 @@ def check_revision(checkout: Path, revision: str, patches: list[Patch]) -> bool:
 def apply_series(checkout: Path, patches: list[Patch]) -> None:
     if not patches:
         return
-    result = git(checkout, "am", "--keep-non-patch", "--whitespace=nowarn",
-                 *[str(p.path.resolve()) for p in patches], check=False)
+    # Committed as the tool commits the series in build/tree (its fixed identity), so the same
+    # patches give the same commits here and a CI runner needs no git identity of its own.
+    result = git.run(checkout, "am", "--keep-non-patch", "--whitespace=nowarn",
+                     *[str(p.path.resolve()) for p in patches], check=False)
     if result.returncode == 0:
-        print(f"applied {len(patches)} patch(es) with git am", file=sys.stderr)
+        log.info(f"applied {len(patches)} patch(es) with git am")
         return
     output = (result.stdout + result.stderr).strip()
-    git(checkout, "am", "--abort", check=False)  # back to the pinned revision, files untouched
+    git.run(checkout, "am", "--abort", check=False)  # back to the pinned revision, files untouched
     failed = re.search(r"^Patch failed at \d+ (.*)$", output, flags=re.M)
     which = next((p.path.name for p in patches if failed and p.title == failed.group(1).strip()), None)
     raise OverlayError(
@@ -107,7 +108,7 @@ def build_env(source_build_env: dict[str, str]) -> dict[str, str]:
 
 
 def run(cmd: list[str], cwd: Path, env: dict[str, str]) -> None:
-    print(f"+ (cd {cwd} && {' '.join(cmd)})", file=sys.stderr, flush=True)
+    log.info(f"+ (cd {cwd} && {' '.join(cmd)})")
     if subprocess.run(cmd, cwd=cwd, env=env).returncode != 0:
         raise OverlayError(f"failed: {' '.join(cmd)}")
 
@@ -118,7 +119,7 @@ def build_and_test(checkout: Path, patches: list[Patch], env: dict[str, str], bu
     run([python, "-m", "pip", "install", "-e", ".", "-v", "--no-build-isolation"], checkout, env)
     run([python, "-m", "torch_overlay.openreg", "--torch-dir", str(checkout / "torch"),
          "--build-dir", str(build_dir / "openreg")], ROOT, dict(env, PYTHONPATH=str(ROOT)))
-    names = [s for p in patches for s in suites(parse(p))]
+    names = list(dict.fromkeys(s for p in patches for s in suites(parse(p))))  # patches share suites: run each once
     if names:
         run([python, "test/run_test.py", "-i", *names], checkout, env)
 
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         build_and_test(checkout, patches, build_env(pin.source_build_env), args.build_dir.resolve())
     except OverlayError as e:
-        print(f"error: {e}", file=sys.stderr)
+        log.error(str(e))
         return 1
     return 0
 

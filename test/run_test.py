@@ -19,7 +19,9 @@ Three kinds of suites are discovered:
 Every file gets a fresh TORCHINDUCTOR_CACHE_DIR: inductor caches are shared between processes
 by default, and a cache entry written by one file must never answer for another. pytest writes
 each file's JUnit XML (`--junit-xml`); the file's status is read from it and from pytest's exit
-status, and `--save-xml DIR` keeps it.
+status, and `--save-xml DIR` keeps it. The environment of a file's process, the reading of its
+report and its verdict are the tool's own (`torch_overlay.testrun`, imported from this
+checkout), so `verify` and this runner agree on every file.
 
 Exit status: 0 all passed (or skipped), 1 a test failed, 2 a usage or input error (unknown test
 name, bad option, unreadable times file), 3 the tool or the environment broke (no torch, not the
@@ -45,12 +47,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Run as a file (`python test/run_test.py`): the tool's modules come from this checkout.
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from torch_overlay import testrun  # noqa: E402
+from torch_overlay.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
+
 DEFAULT_TEST_ROOT = REPO_ROOT / "test"
 TIMES_FILE = ".test-times.json"
 OPENREG_TESTS = Path("cpp_extensions/open_registration_extension/torch_openreg/tests")
@@ -134,7 +142,7 @@ def _read_torch_version(package_dir: Path) -> tuple[str, bool]:
         proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-            raise EnvironmentBroken(f"cannot import torch from {package_dir}:\n{tail}\n{INSTALL_HINT}")
+            raise EnvironmentBroken(f"cannot import torch from {package_dir}:\n{tail}\n{INSTALL_HINT}") from None
         version, is_overlay = json.loads(proc.stdout.strip().splitlines()[-1])
         return str(version), bool(is_overlay)
 
@@ -309,25 +317,15 @@ def command(suite: Suite, options: RunOptions, xml_path: Path) -> list[str]:
 
 
 def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, str]:
-    env = dict(os.environ)
-    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)
-    env["TRITON_CACHE_DIR"] = str(cache_dir / "triton")
-    env["PYTHONUNBUFFERED"] = "1"
-    # torch.testing changes behaviour under CI=true (an implicit --save-xml among others); a
-    # file must run the same on a laptop and in CI, and the JUnit XML comes from pytest here.
-    env.pop("CI", None)
-    if options.full:
-        env[TIER_ENV] = "full"
-        env["PYTORCH_TEST_WITH_SLOW"] = "1"  # torch's own switch for @slowTest cases (the patch suites' full tier)
+    tier = {TIER_ENV: "full", "PYTORCH_TEST_WITH_SLOW": "1"} if options.full else {}  # torch's @slowTest switch
     extra: list[Path] = []
     if suite.kind == "overlay":
         extra.append(REPO_ROOT)  # the tool's tests import torch_overlay from the checkout
     if suite.kind == "openreg" and options.openreg_path is not None:
         extra.append(options.openreg_path)
-    if extra:
-        paths = [str(p) for p in extra] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-        env["PYTHONPATH"] = os.pathsep.join(paths)
-    return env
+    # The installed torch is the one under test: whatever PYTHONPATH holds stays, after these.
+    inherited = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return test_env([*extra, *inherited], cache_dir, tier)
 
 
 def run_suite(suite: Suite, options: RunOptions) -> Result:
@@ -365,43 +363,15 @@ def _run_process(cmd: list[str], env: dict[str, str], cwd: Path, echo: bool) -> 
     return returncode, "".join(chunks)
 
 
-@dataclass(frozen=True)
-class Counts:
-    tests: int
-    failed: int  # failures + errors
-    skipped: int
-
-
-def read_counts(xml_path: Path) -> Counts | None:
-    """The totals of pytest's JUnit XML; None when pytest wrote none (it crashed first)."""
-    try:
-        root = ET.parse(xml_path).getroot()
-    except (OSError, ET.ParseError):
-        return None
-    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
-
-    def total(attribute: str) -> int:
-        return sum(int(suite.get(attribute, "0")) for suite in suites)
-
-    return Counts(total("tests"), total("failures") + total("errors"), total("skipped"))
-
-
-# pytest's exit statuses (pytest.ExitCode); 1 (tests failed) and 2 (interrupted, e.g. by a
-# collection error) are failures of the file.
-PYTEST_OK, PYTEST_INTERNAL, PYTEST_USAGE, PYTEST_NO_TESTS = 0, 3, 4, 5
+# The file statuses this runner reports, from the tool's verdicts: a file that ran no test (or
+# skipped all) is not a pass, but it is no failure either.
+STATUS = {testrun.PASS: PASSED, testrun.EMPTY: SKIPPED, testrun.FAIL: FAILED, testrun.CRASH: FAILED,
+          testrun.TIMEOUT: FAILED, testrun.BROKEN: BROKEN}
 
 
 def classify(returncode: int, counts: Counts | None) -> str:
     """PASSED, FAILED, SKIPPED (nothing ran, or all skipped), or BROKEN (pytest itself failed)."""
-    if returncode in (PYTEST_INTERNAL, PYTEST_USAGE):
-        return BROKEN
-    if returncode == PYTEST_NO_TESTS:
-        return SKIPPED
-    if returncode != PYTEST_OK:  # failures, a collection error, a crash (negative: a signal)
-        return FAILED
-    if counts is None or counts.failed:
-        return FAILED  # exit 0 without a clean report is not a pass
-    return SKIPPED if counts.tests == counts.skipped else PASSED
+    return STATUS[testrun.classify(returncode, counts)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,8 +429,6 @@ def exit_status(results: Sequence[Result]) -> int:
 
 
 def default_openreg_builder(torch_dir: Path, build_dir: Path, quiet: bool) -> Path:
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
     try:
         from torch_overlay.openreg import build_openreg
     except ImportError as exc:

@@ -21,6 +21,11 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging import tags
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import Version
+
+from . import atomic, log
 from .errors import ToolError
 from .fault import fault_point
 from .lock import build_lock
@@ -92,18 +97,29 @@ def _download(pin: Pin, wheel: WheelPin, target: Path) -> None:
         f"or run by hand: {shlex.join(_pip_command(pin.version, wheel.tag, target.parent))}"
     )
     with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
-        print(f"fetching torch=={pin.version} ({wheel.tag}) with pip ...", file=sys.stderr, flush=True)
+        log.info(f"fetching torch=={pin.version} ({wheel.tag}) with pip ...")
         result = subprocess.run(_pip_command(pin.version, wheel.tag, Path(tmp)), stdout=sys.stderr)
         if result.returncode != 0:
             raise ToolError(f"pip could not download torch=={pin.version} for {wheel.tag} "
                             f"(exit {result.returncode}, its output is above). {retry}")
-        # A re-uploaded file carries a build tag (`torch-2.10.0-3-cp311-...`): match it too.
-        found = sorted(Path(tmp).glob(f"torch-{pin.version}-*{wheel.tag}.whl"))
+        found = [path for path in sorted(Path(tmp).iterdir()) if is_wheel_of(path.name, pin.version, wheel.tag)]
         if not found:
             raise ToolError(f"pip did not produce {target.name}. {retry}")
         verify(found[0], wheel.sha256, f"The package index served another file than the pinned one. {retry}")
         fault_point("fetch")
+        # pip names the file and writes it into `tmp` (beside the target): that directory is
+        # this write's partial, so the finished file is renamed straight into place.
         os.replace(found[0], target)
+
+
+def is_wheel_of(filename: str, version: str, tag: str) -> bool:
+    """Whether `filename` names torch `version`'s wheel for `tag`, whatever its build tag (a
+    re-uploaded file carries one: `torch-2.10.0-3-cp311-...`)."""
+    try:
+        name, found_version, _, found_tags = parse_wheel_filename(filename)
+    except InvalidWheelFilename:
+        return False
+    return name == "torch" and found_version == Version(version) and found_tags == tags.parse_tag(tag)
 
 
 def _pip_command(version: str, tag: str, dest: Path) -> list[str]:
@@ -167,14 +183,11 @@ def extract(cache_dir: Path, wheel: WheelPin, path: Path) -> Path:
 
 
 def _extract_into(path: Path, wheel: WheelPin, dest: Path) -> None:
-    partial = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
-    partial.mkdir(parents=True)
-    kinds = _extract(path, partial)
-    manifest = {"wheel": path.name, "sha256": wheel.sha256, "files": kinds}
-    (partial / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(partial, dest)
+    with atomic.replacing(dest) as partial:
+        partial.mkdir(parents=True)
+        kinds = _extract(path, partial)
+        manifest = {"wheel": path.name, "sha256": wheel.sha256, "files": kinds}
+        (partial / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))
 
 
 def load(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:

@@ -22,13 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from . import atomic
 from .base import Base, load
 from .editable import build_editable_wheel
 from .errors import OverlayError
 from .pin import Pin, load_pin
 from .project import Project
-from .series import read_series, series_file
-from .tree import materialise, overlay_version
+from .series import overlay_version, read_series, series_file
+from .tree import materialise
 from .wheel import build_wheel as build_custom_wheel
 
 # What an sdist carries: enough to run build_wheel anywhere (the base wheel is fetched by pin).
@@ -72,6 +73,8 @@ def prepare_tree(project: Project) -> tuple[Pin, Base]:
     return pin, base
 
 
+# The PEP 517/660 hooks below read alike on purpose (a front-end calls each on its own: each
+# prepares the tree, then builds its artifact); `duplicates` lists them as a same-shape pair.
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                 metadata_directory: str | None = None) -> str:
     with frontend_hook():
@@ -138,10 +141,6 @@ def write_sdist(project: Project, version: str, target: Path) -> None:
             info.size, info.mtime, info.mode = len(data), SDIST_MTIME, 0o644
             tar.addfile(info, io.BytesIO(data))
     target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.partial")
-    try:
-        with partial.open("wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=SDIST_MTIME) as gz:
-            gz.write(buffer.getvalue())
-        partial.replace(target)
-    finally:
-        partial.unlink(missing_ok=True)
+    with (atomic.replacing(target) as partial, partial.open("wb") as raw,
+          gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=SDIST_MTIME) as gz):
+        gz.write(buffer.getvalue())

@@ -6,20 +6,17 @@ import argparse
 import errno
 import json
 import os
-import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 from . import base as base_mod
-from . import readme, status, tree
-from .bench import add_arguments as bench_arguments
-from .bench import run_bench
-from .errors import TOOL_BROKE, CheckFailed, OverlayError
-from .openreg import OpenRegBuildError
+from . import log, readme, status, tree
+from .bench import CHART_FILE, DEFAULT_PARTS, PART_NAMES, RESULTS_FILE, BenchOptions, run_bench, select_parts
+from .errors import TOOL_BROKE, OverlayError
 from .pin import Pin, load_pin
 from .project import CACHE_ENV, Project
-from .series import read_series
+from .series import overlay_version, read_series
 from .wheel import build_wheel
 
 
@@ -74,7 +71,8 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     if args.against:
         from .drift import run_drift
 
-        return run_drift(project, pin, args)
+        return run_drift(project, pin, args.against, args.patch, keep=args.keep, timeout=args.timeout,
+                         as_json=args.json, write_record=args.record)
     from . import prove
 
     base = load_base(project, pin)
@@ -93,44 +91,39 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
     tree.materialise(project, base)
     results = regressions.run_gate(project, base, args.tier, parts, timeout=args.timeout, jobs=args.jobs,
                                    keep=args.keep)
-    data = regressions.to_json(results, base, tree.overlay_version(base.version, read_series(project.patches_dir)),
+    data = regressions.to_json(results, base, overlay_version(base.version, read_series(project.patches_dir)),
                                args.tier)
     written = regressions.record(project, data) if args.record else None
     print(json.dumps(data, indent=1) if args.json else regressions.render(data))
     if written:
-        print(f"recorded in {written}", file=sys.stderr)
+        log.info(f"recorded in {written}")
     failed = regressions.regressions(results)
     if failed:
-        print(f"error: {len(failed)} case(s) pass on stock {pin.version} and fail on the overlay: "
-              + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""), file=sys.stderr)
+        log.error(f"{len(failed)} case(s) pass on stock {pin.version} and fail on the overlay: "
+                  + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
     return 1 if failed else 0
 
 
 def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     from .stage import run_stage
 
-    return run_stage(project, pin, args)
+    return run_stage(project, pin, args.onto, args.output, args.patch, branch=args.branch, keep=args.keep,
+                     timeout=args.timeout)
 
 
 def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    return run_bench(project, pin, args)
+    options = BenchOptions(
+        parts=select_parts(args.only or (), every=args.all), repeat=args.repeat, workdir=args.workdir,
+        float_programs=tuple(args.float_programs), output=args.output, chart=not args.no_chart, as_json=args.json,
+    )
+    return run_bench(project, pin, options)
 
 
 def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    readme_path = project.root / "README.md"
-    current = readme_path.read_text()
-    from .regressions import corpus_files, load_record, part_name
-
-    table = readme.render_table(read_series(project.patches_dir), readme.load_drift(project.root))
-    wanted = readme.with_table(current, table)
-    corpus = [part_name(part) for part in corpus_files(project)]
-    wanted = readme.with_table(wanted, readme.render_gate(load_record(project.root), corpus),
-                               readme.GATE_START, readme.GATE_END)
     if args.check:
-        if wanted != current:
-            raise CheckFailed("README.md's tables are out of date: run `python -m torch_overlay readme`")
-        return 0
-    readme_path.write_text(wanted)
+        readme.check(project)
+    else:
+        readme.write(project)
     return 0
 
 
@@ -147,6 +140,7 @@ exit status:
      unwritable or corrupt cache or tree state
 
 Failures are one line on stderr; -v/--debug (or {DEBUG_ENV}=1) adds the traceback.
+-q/--quiet leaves only the results (stdout) and failures: no progress lines.
 """
 
 
@@ -154,6 +148,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m torch_overlay", description=__doc__, epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--debug", action="store_true", help="print a traceback with any error")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr, only failures")
     sub = p.add_subparsers(dest="command", required=True)
     fetch = sub.add_parser("fetch", help="download and verify the pinned base wheel")
     fetch.add_argument("--tag", help="wheel tag to fetch (default: this interpreter's)")
@@ -180,9 +175,11 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--part", nargs="+", metavar="PART",
                    help="with --regressions: only these corpus parts (e.g. test_programs); "
                         "--record merges them into the recorded run of the same tier")
-    v.add_argument("-j", "--jobs", type=int, default=2, help="with --regressions: run the two sides at once (default: 2)")
+    v.add_argument("-j", "--jobs", type=int, default=2,
+                   help="with --regressions: run the two sides at once (default: 2)")
     v.add_argument("--record", action="store_true",
-                   help="write the results to benchmarks/ (drift.json with --against, regressions.json with --regressions)")
+                   help="write the results to benchmarks/ "
+                        "(drift.json with --against, regressions.json with --regressions)")
     v.add_argument("--keep", action="store_true", help="keep stock trees (and an --against release) for the next run")
     v.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
     v.set_defaults(run=cmd_verify)
@@ -194,23 +191,37 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
     st.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
     st.set_defaults(run=cmd_stage)
-    r = sub.add_parser("readme", help="rewrite README.md's patch and gate tables from the series and benchmarks/")
-    r.add_argument("--check", action="store_true", help="only check that the table is up to date")
+    r = sub.add_parser("readme", help="rewrite the tables in README.md and benchmarks/README.md from the series "
+                                      "and the records in benchmarks/")
+    r.add_argument("--check", action="store_true", help="only check that every table is up to date")
     r.set_defaults(run=cmd_readme)
-    bn = sub.add_parser("bench", help="measure the overlay's speed-ups side by side (median of N runs)")
-    bench_arguments(bn)
-    bn.set_defaults(run=cmd_bench)
+    bench_parser(sub.add_parser("bench", help="measure the overlay's speed-ups side by side (median of N runs)"))
     for command in sub.choices.values():  # also accepted after the command name
         command.add_argument("-v", "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
+
+
+def bench_parser(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--only", nargs="+", choices=PART_NAMES, metavar="PART",
+                   help=f"only these parts ({', '.join(PART_NAMES)}); default: {', '.join(DEFAULT_PARTS)}")
+    p.add_argument("--all", action="store_true", help="every part, including the full test suite (slow)")
+    p.add_argument("--repeat", type=int, default=BenchOptions.repeat, metavar="N",
+                   help="runs per measurement, median reported (default: 3)")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--output", type=Path, metavar="DIR",
+                   help=f"merge the results into DIR/{RESULTS_FILE} and draw DIR/{CHART_FILE} (e.g. benchmarks/)")
+    p.add_argument("--no-chart", action="store_true", help="with --output: write the JSON only")
+    p.add_argument("--float-programs", nargs="+", default=(), metavar="NAME",
+                   help="floats part: only these catalog programs (e.g. clamp_max_mixed; default: all)")
+    p.add_argument("--workdir", type=Path, help="where temporary trees go (default: the cache dir, for hard links)")
+    p.set_defaults(run=cmd_bench)
 
 
 def _failure(error: BaseException) -> tuple[str, int]:
     """One line for stderr and the exit code: what broke, which file, and what to do."""
     if isinstance(error, OverlayError):
         return str(error), error.exit_code
-    if isinstance(error, OpenRegBuildError):
-        return str(error), TOOL_BROKE
     if isinstance(error, OSError):
         return _os_failure(error), TOOL_BROKE
     return f"internal error: {type(error).__name__}: {error} (run again with --debug for the traceback)", TOOL_BROKE
@@ -232,16 +243,18 @@ def _os_failure(error: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    debug = args.debug or bool(os.environ.get(DEBUG_ENV))
+    log.set_verbosity(log.Verbosity.QUIET if args.quiet else log.Verbosity.VERBOSE if debug else log.Verbosity.NORMAL)
     try:
         return _run(args)
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        log.error("interrupted")
         return 130
     except Exception as e:  # every failure ends as one line; --debug adds the traceback
-        if args.debug or os.environ.get(DEBUG_ENV):
+        if log.is_verbose():
             traceback.print_exc()
         message, code = _failure(e)
-        print(f"error: {message}", file=sys.stderr)
+        log.error(message)
         return code
 
 

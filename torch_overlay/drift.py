@@ -17,16 +17,14 @@ on the release, so a case the release fixed is told apart from one it still gets
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import applycheck, stock, tree, upstream
+from . import applycheck, atomic, log, stock, tree, upstream
 from .applycheck import ApplyCheck
 from .base import Base
 from .base import load as load_base
@@ -36,11 +34,9 @@ from .pin import Pin
 from .project import Project
 from .prove import existing_tests, run_side, select, side_summary, verify_dir
 from .series import Patch, read_series
-from .testrun import CASE_FAILED, CASE_PASSED, CRASH, PASS, TIMEOUT, RunResult, progress
+from .testrun import CASE_FAILED, CASE_PASSED, CRASH, PASS, TIMEOUT, RunResult
+from .verdicts import DRIFT_RECORD_FILE, Drift, render_table
 
-ALREADY_UPSTREAM, PARTLY_UPSTREAM = "already upstream", "partly upstream"
-STILL_NEEDED, CONFLICTS = "still needed", "conflicts"
-RECORD_FILE = Path("benchmarks") / "drift.json"
 # Backend extensions installed in this environment (OpenReg) are built against the base's ABI
 # and cannot load into another release; both sides run without them, so their cases match.
 NO_EXTENSIONS = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
@@ -74,12 +70,12 @@ class PatchDrift:
         return sorted(c for c, o in base.items() if o == CASE_FAILED and release.get(c) != CASE_PASSED)
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Drift:
         if self.tests_pass or self.apply.reverse_applies:
-            return ALREADY_UPSTREAM
+            return Drift.ALREADY_UPSTREAM
         if self.fixed_upstream and self.beyond_upstream:
-            return PARTLY_UPSTREAM
-        return STILL_NEEDED if self.apply.applies else CONFLICTS
+            return Drift.PARTLY_UPSTREAM
+        return Drift.STILL_NEEDED if self.apply.applies else Drift.CONFLICTS
 
     def evidence(self) -> str:
         tests = f"tests {side_summary(self.tests)}" if self.tests else "no tests"
@@ -115,7 +111,7 @@ def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path]
     """
     results = []
     for index, patch in enumerate(patches, 1):
-        progress(f"[{index}/{len(patches)}] {patch.path.name}")
+        log.info(f"[{index}/{len(patches)}] {patch.path.name}")
         stock.clear_tests(release_tree)  # the check must see the release's files only
         check = applycheck.check(release_tree, patch)
         files = existing_tests(patch, overlay_tree)
@@ -185,16 +181,14 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
 def render(version: str, results: list[PatchDrift]) -> str:
     rows = [("patch", f"tests on {version}", "cases failing on the base", "git apply --check", "verdict")]
     rows += [(r.patch.id, side_summary(r.tests), r.cases_summary(), r.apply.describe(), r.verdict) for r in results]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    lines = ["  ".join(f"{cell:<{widths[i]}}" for i, cell in enumerate(row[:4])) + f"  {row[4]}" for row in rows]
-    lines.insert(1, "-" * max(len(line) for line in lines))
+    lines = [render_table(rows)]
     for r in results:  # a crash (e.g. an import error) says nothing about the bug: point at it
         for run in r.tests:
             if run.outcome in (CRASH, TIMEOUT):
                 lines.append(f"{r.patch.id}: {run.file} did not run to completion on {version} ({run.outcome}); "
                              f"the verdict rests on git apply. Log: {run.log}")
         lines.extend(f"{r.patch.id}: beyond upstream: {case}" for case in r.beyond_upstream
-                     if r.verdict == PARTLY_UPSTREAM)
+                     if r.verdict == Drift.PARTLY_UPSTREAM)
     return "\n".join(lines)
 
 
@@ -224,23 +218,23 @@ def _portable(entry: dict[str, Any]) -> dict[str, Any]:
 
 def record(project: Project, entry: dict[str, Any]) -> Path:
     """Merge one release's measured results into `benchmarks/drift.json` (keyed by version)."""
-    path = project.root / RECORD_FILE
+    path = project.root / DRIFT_RECORD_FILE
     path.parent.mkdir(exist_ok=True)
     data = json.loads(path.read_text()) if path.exists() else {}
     data[entry["version"]] = entry
-    data = {version: _portable(e) for version, e in data.items()}
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
-    os.replace(tmp, path)
+    # In release order (2.10.0rc1, 2.10.0, 2.11.0), not as strings ("2.10.0" < "2.9.1").
+    data = {version: _portable(data[version]) for version in sorted(data, key=upstream.version_key)}
+    atomic.write_text(path, json.dumps(data, indent=1) + "\n")
     return path
 
 
-def run_drift(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    patches = select(read_series(project.patches_dir), args.patch)
-    release, results, measured = evaluate_release(project, pin, args.against, patches, keep=args.keep,
-                                                  timeout=args.timeout)
+def run_drift(project: Project, pin: Pin, version: str, patch_ids: list[str] | None, *, keep: bool,
+              timeout: float, as_json: bool, write_record: bool) -> int:
+    """`verify --against VERSION`: print each chosen patch's drift (all patches when none are named)."""
+    patches = select(read_series(project.patches_dir), patch_ids)
+    release, results, measured = evaluate_release(project, pin, version, patches, keep=keep, timeout=timeout)
     entry = to_json(release, results, measured)
-    print(json.dumps(entry, indent=2) if args.json else render(args.against, results))
-    if args.record:
-        progress(f"recorded in {record(project, entry)}")
+    print(json.dumps(entry, indent=2) if as_json else render(version, results))
+    if write_record:
+        log.info(f"recorded in {record(project, entry)}")
     return 0

@@ -11,10 +11,10 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
+from . import atomic
 from .base import Base
-from .series import Patch
-from .tree import overlay_version
-from .wheel import _set_version, record_hash, wheel_name
+from .series import Patch, overlay_version
+from .wheel import record_hash, set_metadata_version
 
 # Fixed member timestamp: the same inputs give the same bytes.
 STAMP = (2025, 11, 12, 0, 0, 0)
@@ -30,7 +30,7 @@ def dist_info_files(base: Base, version: str) -> dict[str, bytes]:
         if relative == "RECORD":
             continue
         data = path.read_bytes()
-        files[f"{target}/{relative}"] = _set_version(data, version) if relative == "METADATA" else data
+        files[f"{target}/{relative}"] = set_metadata_version(data, version) if relative == "METADATA" else data
     return files
 
 
@@ -39,23 +39,18 @@ def write_wheel(path: Path, files: dict[str, bytes]) -> None:
     dist_info = next(name.split("/", 1)[0] for name in files if name.split("/", 1)[0].endswith(".dist-info"))
     record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
     members = dict(files, **{f"{dist_info}/RECORD": (record + f"{dist_info}/RECORD,,\n").encode()})
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name, data in members.items():
-                info = zipfile.ZipInfo(name, STAMP)
-                info.external_attr = 0o100644 << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                zf.writestr(info, data)
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
+    with atomic.replacing(path) as partial, zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            info = zipfile.ZipInfo(name, STAMP)
+            info.external_attr = 0o100644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, data)
 
 
 def build_editable_wheel(base: Base, patches: list[Patch], tree: Path, out_dir: Path) -> Path:
     version = overlay_version(base.version, patches)
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / wheel_name(version, base.wheel.tag)
+    target = out_dir / base.wheel.filename(version)
     pth = {f"__editable__.torch-{version}.pth": f"{tree.resolve()}\n".encode()}
     write_wheel(target, {**pth, **dist_info_files(base, version)})
     return target

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import fcntl
 import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from . import log
 
 _held: list[int] = []
 
@@ -34,7 +34,7 @@ def build_lock(build_dir: Path) -> Iterator[None]:
         except BlockingIOError:
             f.seek(0)
             holder = f.read().strip() or "another process"
-            print(f"waiting for {path} (held by pid {holder}) ...", file=sys.stderr, flush=True)
+            log.info(f"waiting for {path} (held by pid {holder}) ...")
             fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(0)
         f.truncate()

@@ -1,26 +1,21 @@
 """Build the OpenReg PrivateUse1 test extension with CMake + Ninja.
 
-The extension lives in ``test/cpp_extensions/open_registration_extension/
-torch_openreg`` and is built against a given ``torch/`` package directory
-(the overlay tree or a stock install), through the repository's top-level
-``CMakeLists.txt``. The build stages an importable package in
-``<build dir>/python/torch_openreg``; :func:`build_openreg` returns
-``<build dir>/python`` for ``sys.path`` / ``PYTHONPATH``.
-
-Usage::
+The extension lives in `test/cpp_extensions/open_registration_extension/torch_openreg` and is
+built against a given `torch/` package directory (the overlay tree or a stock install), through
+the repository's top-level `CMakeLists.txt`. The build stages an importable package in
+`<build dir>/python/torch_openreg`; `build_openreg` returns `<build dir>/python` for `sys.path`
+or PYTHONPATH.
 
     python -m torch_overlay.openreg --torch-dir .../site-packages/torch --build-dir build/openreg
 
-Configuring happens once per build directory (again only when the torch
-directory, ABI or compiler changes); later calls run Ninja incrementally, so
-an unchanged rebuild is a quick no-op. Standard library only.
+Configuring happens once per build directory (again only when the torch directory, ABI or
+compiler changes); later calls run Ninja incrementally, so an unchanged rebuild is a quick
+no-op. No third-party module is needed: `test/run_test.py` runs this under `python -S` too.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import re
@@ -28,10 +23,13 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
 
+from . import atomic, log
+from .errors import ToolError
 from .fault import fault_point
+from .lock import build_lock
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXTENSION_DIR = REPO_ROOT / "test/cpp_extensions/open_registration_extension/torch_openreg"
@@ -41,18 +39,16 @@ MIN_CMAKE = (3, 18)
 
 # Build-dir bookkeeping: what the current configuration was made for.
 _STAMP_NAME = "openreg-config.json"
-_LOCK_NAME = ".openreg-build.lock"
 _INSTALL_TOOLS_HINT = "install with `pip install cmake ninja` (or `apt-get install cmake ninja-build`)"
 
 
-class OpenRegBuildError(RuntimeError):
+class OpenRegBuildError(ToolError):
     """Building OpenReg failed; the message says what is missing or broken."""
 
 
-# --------------------------------------------------------------- tool lookup
+# -- the build tools ----------------------------------------------------------------------------
 
-
-def _tool_from_pypi(module_name: str, dir_attr: str, exe: str) -> Optional[Path]:
+def _tool_from_pypi(module_name: str, dir_attr: str, exe: str) -> Path | None:
     """The executable shipped by the `cmake` / `ninja` PyPI packages, if importable."""
     try:
         module = __import__(module_name)
@@ -111,8 +107,7 @@ def find_compiler() -> Path:
     )
 
 
-# ----------------------------------------------------------- torch inspection
-
+# -- the torch to build against -----------------------------------------------------------------
 
 def _check_torch_dir(torch_dir: Path) -> None:
     for needed in ("include/ATen/ATen.h", "lib/libc10.so", "lib/libtorch_cpu.so"):
@@ -124,14 +119,14 @@ def _check_torch_dir(torch_dir: Path) -> None:
 
 
 def detect_cxx11_abi(torch_dir: Path) -> int:
-    """Value of torch._C._GLIBCXX_USE_CXX11_ABI, read from libc10.so.
+    """Value of `torch._C._GLIBCXX_USE_CXX11_ABI`, read from libc10.so.
 
-    Importing that torch here would need its interpreter and take seconds; the
-    ABI is visible in the binary instead: with the new ABI, c10's mangled
-    names mention ``std::__cxx11::basic_string``.
+    Importing that torch here would need its interpreter and take seconds; the ABI is visible
+    in the binary instead: with the new ABI, c10's mangled names mention
+    `std::__cxx11::basic_string`.
     """
     marker = b"St7__cxx1112basic_string"
-    with open(torch_dir / "lib" / "libc10.so", "rb") as f:
+    with (torch_dir / "lib" / "libc10.so").open("rb") as f:
         tail = b""
         while chunk := f.read(1 << 20):
             if marker in tail + chunk:
@@ -140,29 +135,23 @@ def detect_cxx11_abi(torch_dir: Path) -> int:
     return 0
 
 
-# ------------------------------------------------------------------ running
+# -- running CMake and Ninja --------------------------------------------------------------------
 
-
-def _run_streaming(cmd: Sequence[str], *, quiet: bool) -> tuple[int, list[str]]:
-    """Run cmd, echoing its output live unless quiet; returns (rc, lines)."""
+def _run_streaming(cmd: Sequence[str | Path], *, quiet: bool) -> tuple[int, list[str]]:
+    """Run `cmd`, echoing its output live unless quiet; returns the exit status and the lines."""
     lines: list[str] = []
-    proc = subprocess.Popen(
-        [str(c) for c in cmd],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        errors="replace",
-    )
-    assert proc.stdout is not None
-    for line in proc.stdout:
-        lines.append(line.rstrip("\n"))
-        if not quiet:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-    return proc.wait(), lines
+    with subprocess.Popen([str(c) for c in cmd], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          errors="replace") as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line.rstrip("\n"))
+            if not quiet:
+                sys.stdout.write(line)
+                sys.stdout.flush()
+    return proc.returncode, lines
 
 
-def _first_error(lines: Sequence[str]) -> Optional[str]:
+def _first_error(lines: Sequence[str]) -> str | None:
     """The compiler's first `error:` line (later ones are often follow-ups)."""
     for line in lines:
         if "error:" in line:
@@ -182,19 +171,7 @@ def _fail(what: str, build_dir: Path, lines: Sequence[str]) -> OpenRegBuildError
     return OpenRegBuildError(f"{message}\n--- last output lines ---\n{tail}")
 
 
-@contextlib.contextmanager
-def _build_lock(build_dir: Path) -> Iterator[None]:
-    # Two test runners sharing a build dir would otherwise race inside Ninja.
-    with open(build_dir / _LOCK_NAME, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-# --------------------------------------------------------------- configuring
-
+# -- configuring --------------------------------------------------------------------------------
 
 def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int, cmake: Path, ninja: Path) -> dict[str, object]:
     return {
@@ -208,7 +185,7 @@ def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int, cmake: Path,
     }
 
 
-def _configure_kind(build_dir: Path, wanted: dict[str, object]) -> Optional[str]:
+def _configure_kind(build_dir: Path, wanted: dict[str, object]) -> str | None:
     """None when the configuration is current, "refresh" when only the tools moved, else "fresh"."""
     stamp = build_dir / _STAMP_NAME
     if not (build_dir / "CMakeCache.txt").exists() or not (build_dir / "build.ninja").exists():
@@ -219,19 +196,21 @@ def _configure_kind(build_dir: Path, wanted: dict[str, object]) -> Optional[str]
         return "fresh"
     if recorded == wanted:
         return None
-    same_inputs = {k: v for k, v in recorded.items() if k != "tools"} == {k: v for k, v in wanted.items() if k != "tools"}
-    return "refresh" if same_inputs else "fresh"
+    return "refresh" if _without_tools(recorded) == _without_tools(wanted) else "fresh"
 
 
-def _configure(
-    build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted: dict[str, object], *, fresh: bool, quiet: bool
-) -> None:
+def _without_tools(config: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in config.items() if k != "tools"}
+
+
+def _configure(build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted: dict[str, object], *,
+               fresh: bool, quiet: bool) -> None:
     if fresh:
         # A different torch or compiler invalidates cached paths and checks: start clean.
         (build_dir / "CMakeCache.txt").unlink(missing_ok=True)
         shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
     (build_dir / _STAMP_NAME).unlink(missing_ok=True)
-    cmd = [
+    cmd: list[str | Path] = [
         cmake, "-G", "Ninja", "-S", REPO_ROOT, "-B", build_dir,
         f"-DCMAKE_MAKE_PROGRAM={ninja}",
         f"-DCMAKE_CXX_COMPILER={compiler}",
@@ -243,26 +222,18 @@ def _configure(
     rc, lines = _run_streaming(cmd, quiet=quiet)
     if rc != 0:
         raise _fail("Configuring OpenReg with CMake", build_dir, lines)
-    (build_dir / _STAMP_NAME).write_text(json.dumps(wanted, indent=1) + "\n")
+    atomic.write_text(build_dir / _STAMP_NAME, json.dumps(wanted, indent=1) + "\n")
 
 
-# ------------------------------------------------------------------ building
+# -- building -----------------------------------------------------------------------------------
 
+def build_openreg(torch_dir: Path, build_dir: Path, *, quiet: bool = False, cxx11_abi: int | None = None,
+                  jobs: int | None = None) -> Path:
+    """Configure (if needed) and build OpenReg against `torch_dir`.
 
-def build_openreg(
-    torch_dir: Path,
-    build_dir: Path,
-    *,
-    quiet: bool = False,
-    cxx11_abi: Optional[int] = None,
-    jobs: Optional[int] = None,
-) -> Path:
-    """Configure (if needed) and build OpenReg against ``torch_dir``.
-
-    Returns the directory to put on ``sys.path`` so that ``import torch_openreg``
-    finds the freshly built package. ``cxx11_abi`` overrides the ABI detected
-    from the torch binaries; ``jobs`` limits Ninja's parallelism.
-    Raises OpenRegBuildError with an actionable message on any failure.
+    Returns the directory to put on `sys.path` so that `import torch_openreg` finds the freshly
+    built package. `cxx11_abi` overrides the ABI detected from the torch binaries; `jobs` limits
+    Ninja's parallelism. Raises OpenRegBuildError with an actionable message on any failure.
     """
     torch_dir = Path(torch_dir).resolve()
     build_dir = Path(build_dir).resolve()
@@ -271,13 +242,12 @@ def build_openreg(
     abi = detect_cxx11_abi(torch_dir) if cxx11_abi is None else int(cxx11_abi)
     wanted = _wanted_config(torch_dir, compiler, abi, cmake, ninja)
 
-    build_dir.mkdir(parents=True, exist_ok=True)
-    with _build_lock(build_dir):
+    with build_lock(build_dir):  # two test runners sharing a build dir would race inside Ninja
         kind = _configure_kind(build_dir, wanted)
         if kind is not None:
             _configure(build_dir, cmake, ninja, compiler, wanted, fresh=kind == "fresh", quiet=quiet)
         fault_point("openreg", build_dir)
-        cmd: list[object] = [cmake, "--build", build_dir]
+        cmd: list[str | Path] = [cmake, "--build", build_dir]
         if jobs:
             cmd += ["--parallel", str(jobs)]
         rc, lines = _run_streaming(cmd, quiet=quiet)
@@ -290,7 +260,7 @@ def build_openreg(
     return python_dir
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m torch_overlay.openreg",
         description="Build the OpenReg PrivateUse1 test extension; prints the directory for PYTHONPATH.",
@@ -306,7 +276,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             args.torch_dir, args.build_dir, quiet=args.quiet, cxx11_abi=args.cxx11_abi, jobs=args.jobs
         )
     except OpenRegBuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        log.error(str(exc))
         return 1
     print(python_dir)
     return 0

@@ -1,4 +1,6 @@
-"""The pin (`overlay.toml`): base version, upstream revision and the sha256 of each wheel.
+"""The pin (`overlay.toml`): base version, upstream revision and the sha256 of each wheel, and
+the wheels of the later releases the tool may compare against (`[upstream.wheels."VERSION"]`).
+This module is the one reader of the file.
 
 Which pinned wheel fits an interpreter is decided by `packaging.tags`, the same rules pip uses:
 the interpreter's supported tags are tried from most to least specific, so e.g. a macOS arm64
@@ -16,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from .errors import OverlayError
 
@@ -67,7 +70,7 @@ class Pin:
 
 def load_pin(path: Path) -> Pin:
     try:
-        data = tomllib.loads(path.read_text())
+        data = _read(path)
         base = data["base"]
         wheels = parse_wheels(base["wheels"], f"{path} [base.wheels]")
         pin = Pin(
@@ -76,9 +79,25 @@ def load_pin(path: Path) -> Pin:
             wheels=wheels,
             source_build_env={k: str(v) for k, v in data.get("source-build", {}).items()},
         )
-    except (OSError, tomllib.TOMLDecodeError, KeyError, AttributeError) as e:
+    except (KeyError, AttributeError) as e:
         raise OverlayError(f"{path}: not a valid pin file ({e!r})") from e
     return pin
+
+
+def load_release_pins(path: Path) -> dict[str, tuple[WheelPin, ...]]:
+    """The pinned wheels of each later release, by version."""
+    try:
+        table = _read(path).get("upstream", {}).get("wheels", {})
+        return {v: parse_wheels(tags, f'{path} [upstream.wheels."{v}"]') for v, tags in table.items()}
+    except AttributeError as e:
+        raise OverlayError(f"{path}: invalid [upstream.wheels] table ({e!r})") from e
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise OverlayError(f"{path}: not a valid pin file ({e!r})") from e
 
 
 def parse_wheels(table: dict[str, str], where: str) -> tuple[WheelPin, ...]:

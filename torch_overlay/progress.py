@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 import time
 
+from . import log
+
 
 class Progress:
     """`label: NN% (done/total unit)`: redrawn in place on a terminal, every 25% in a log."""
@@ -25,15 +27,15 @@ class Progress:
             now = time.monotonic()
             if now - self._last >= 0.5:
                 self._last = now
-                print(f"\r{self._line()}", end="", file=sys.stderr, flush=True)
+                log.info(f"\r{self._line()}", end="")
         elif (quarter := 4 * self.done_amount // self.total) > self._logged_quarter and quarter < 4:
             self._logged_quarter = quarter
-            print(self._line(), file=sys.stderr, flush=True)
+            log.info(self._line())
 
     def done(self) -> None:
         self.done_amount = self.total
         prefix = "\r" if self._tty else ""
-        print(f"{prefix}{self._line()} in {time.monotonic() - self._start:.1f}s", file=sys.stderr, flush=True)
+        log.info(f"{prefix}{self._line()} in {time.monotonic() - self._start:.1f}s")
 
     def _line(self) -> str:
         pct = 100 * self.done_amount // self.total

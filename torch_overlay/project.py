@@ -23,11 +23,11 @@ class Project:
     cache_dir: Path
 
     @classmethod
-    def at(cls, root: Path, cache_dir: Path | None = None) -> "Project":
+    def at(cls, root: Path, cache_dir: Path | None = None) -> Project:
         return cls(root=root.resolve(), cache_dir=(cache_dir or default_cache_dir()).resolve())
 
     @classmethod
-    def discover(cls, start: Path | None = None) -> "Project":
+    def discover(cls, start: Path | None = None) -> Project:
         """The repository containing `start` (default: this package's checkout)."""
         here = (start or Path(__file__).parent).resolve()
         for candidate in (here, *here.parents):
@@ -35,6 +35,8 @@ class Project:
                 return cls.at(candidate)
         raise FileNotFoundError(f"no overlay.toml above {here}")
 
+    # The layout of a project, one path per property (`duplicates` lists these alike-shaped
+    # properties as a pair; each names a different place).
     @property
     def pin_file(self) -> Path:
         return self.root / "overlay.toml"

@@ -14,18 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import stock
+from . import log, stock
 from .base import Base
 from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
 from .series import Patch
-from .testrun import PASS, RunResult, progress, run_test_file
-
-OK = "ok"
-NO_TESTS = "no regression test"
-NOT_CAUGHT = "passes on stock: test does not catch the bug"
-BROKEN = "fails on overlay"
+from .testrun import PASS, RunResult, run_test_file
+from .verdicts import Proof, render_table
 
 
 def verify_dir(project: Project) -> Path:
@@ -40,18 +36,18 @@ class PatchProof:
     overlay: tuple[RunResult, ...]
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> Proof:
         if not self.test_files:
-            return NO_TESTS
+            return Proof.NO_TESTS
         if any(r.outcome != PASS for r in self.overlay):
-            return BROKEN
+            return Proof.BROKEN
         if not all(r.failing for r in self.stock):
-            return NOT_CAUGHT
-        return OK
+            return Proof.NOT_CAUGHT
+        return Proof.OK
 
     @property
     def ok(self) -> bool:
-        return self.verdict == OK
+        return self.verdict == Proof.OK
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,9 +87,9 @@ def run_side(root: Path, pythonpath: list[Path], patch: Patch, side: str, files:
              logs: Path, timeout: float, extra_env: dict[str, str] | None = None) -> tuple[RunResult, ...]:
     results = []
     for name in files:
-        progress(f"  {patch.id} {side:8s} {name} ...")
+        log.info(f"  {patch.id} {side:8s} {name} ...")
         result = run_test_file(root, name, pythonpath, log_path(logs, patch, side, name), timeout, extra_env)
-        progress(f"  {patch.id} {side:8s} {name}: {result.summary()} ({result.seconds:.0f}s)")
+        log.info(f"  {patch.id} {side:8s} {name}: {result.summary()} ({result.seconds:.0f}s)")
         results.append(result)
     return tuple(results)
 
@@ -110,7 +106,7 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
             stock.ensure_stock_tree(base, stock_tree)
             proofs = []
             for index, patch in enumerate(patches, 1):
-                progress(f"[{index}/{len(patches)}] {patch.path.name}")
+                log.info(f"[{index}/{len(patches)}] {patch.path.name}")
                 files = existing_tests(patch, project.tree_dir)
                 stock.place_tests(stock_tree, project.tree_dir, files)
                 stock_runs = run_side(stock_tree, [stock_tree], patch, "stock", files, logs, timeout)
@@ -131,9 +127,7 @@ def side_summary(results: tuple[RunResult, ...]) -> str:
 def render(proofs: list[PatchProof], stock_label: str) -> str:
     rows = [("patch", f"stock {stock_label}", "overlay", "verdict")]
     rows += [(p.patch.id, side_summary(p.stock), side_summary(p.overlay), p.verdict) for p in proofs]
-    widths = [max(len(row[i]) for row in rows) for i in range(3)]
-    lines = [f"{a:<{widths[0]}}  {b:<{widths[1]}}  {c:<{widths[2]}}  {d}" for a, b, c, d in rows]
-    lines.insert(1, "-" * max(len(line) for line in lines))
+    lines = [render_table(rows)]
     for p in proofs:
         if not p.ok:
             lines.append(f"{p.patch.path.name}: {p.verdict}")

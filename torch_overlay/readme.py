@@ -1,9 +1,12 @@
-"""The README's patch table, rendered from the series and the measured drift results.
+"""The READMEs' tables, rendered from the series and the records in benchmarks/.
 
-Nothing in the table is typed by hand: ids, titles, issues, PRs and files come from the patch
-files, and "first release with the fix" from `benchmarks/drift.json` (`verify --against V
---record`). `python -m torch_overlay readme` rewrites the table; `--check` fails when it is
-out of date.
+Nothing in them is typed by hand. README.md's patch table: ids, titles, issues, PRs and files
+come from the patch files, and "first release with the fix" from `benchmarks/drift.json`
+(`verify --against V --record`); its gate section from `benchmarks/regressions.json`
+(`verify --regressions --record`). The benchmark table, in README.md and in
+benchmarks/README.md, is the one `bench` prints, from `benchmarks/results.json`
+(`bench --output benchmarks/`). `python -m torch_overlay readme` rewrites every block between
+its markers; `--check` fails, naming the file, when one is out of date.
 """
 
 from __future__ import annotations
@@ -14,13 +17,24 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .drift import ALREADY_UPSTREAM, PARTLY_UPSTREAM, RECORD_FILE
-from .errors import OverlayError
-from .series import Patch
+from . import atomic
+from .bench import load_results
+from .bench import render_table as render_bench_table
+from .errors import CheckFailed, OverlayError
+from .project import Project
+from .series import Patch, read_series
 from .upstream import version_key
+from .verdicts import DRIFT_RECORD_FILE, Drift
 
 START, END = "<!-- patch-table:start -->", "<!-- patch-table:end -->"
 GATE_START, GATE_END = "<!-- regressions-table:start -->", "<!-- regressions-table:end -->"
+BENCH_START, BENCH_END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
+README = Path("README.md")
+BENCH_DIR = Path("benchmarks")
+BENCH_README = BENCH_DIR / "README.md"
+
+# A rendered block: its start marker, its end marker, its text.
+Block = tuple[str, str, str]
 
 
 def upstream_prs(patch: Patch) -> tuple[int, ...]:
@@ -34,9 +48,9 @@ def first_release_with_fix(drift: dict[str, Any], patch: Patch) -> str:
     checked = sorted(drift, key=version_key)
     for version in checked:
         entry = {p["file"]: p for p in drift[version]["patches"]}.get(patch.path.name, {})
-        if entry.get("verdict") == ALREADY_UPSTREAM:
+        if entry.get("verdict") == Drift.ALREADY_UPSTREAM:
             return version
-        if entry.get("verdict") == PARTLY_UPSTREAM:
+        if entry.get("verdict") == Drift.PARTLY_UPSTREAM:
             beyond = len(entry["beyond_upstream"])
             return f"{version}: upstream fix present; {beyond} case{'s' if beyond != 1 else ''} beyond upstream"
     measured = [v for v in checked if patch.path.name in {p["file"] for p in drift[v]["patches"]}]
@@ -63,14 +77,15 @@ def render_table(patches: list[Patch], drift: dict[str, Any]) -> str:
 
 
 def load_drift(root: Path) -> dict[str, Any]:
-    path = root / RECORD_FILE
+    path = root / DRIFT_RECORD_FILE
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-def with_table(readme: str, table: str, start: str = START, end: str = END) -> str:
-    """`readme` with the block between the `start` and `end` markers replaced by `table`."""
+def with_table(readme: str, table: str, start: str = START, end: str = END, name: Path = README) -> str:
+    """`readme` (the text of file `name`) with the block between the `start` and `end` markers
+    replaced by `table`."""
     if start not in readme or end not in readme:
-        raise OverlayError(f"README.md lacks the {start} ... {end} markers")
+        raise OverlayError(f"{name} lacks the {start} ... {end} markers")
     head, rest = readme.split(start, 1)
     _, tail = rest.split(end, 1)
     return f"{head}{start}\n{table}\n{end}{tail}"
@@ -91,3 +106,58 @@ def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> st
         text += ("\n\nNot recorded in this tier yet: " + ", ".join(f"`{name}`" for name in missing)
                  + f" (`python -m torch_overlay verify --regressions --tier {record['tier']} --record --part NAME`).")
     return text
+
+
+def render_bench(results: dict[str, Any] | None) -> str:
+    """The benchmark table of `bench --output benchmarks/`'s record, or how to record one."""
+    if results is None:
+        return "Not measured yet: `python -m torch_overlay bench --output benchmarks/`."
+    return render_bench_table(results)
+
+
+def blocks(project: Project) -> dict[Path, list[Block]]:
+    """Every file holding rendered blocks (relative to the project root) and its blocks."""
+    from .regressions import corpus_files, load_record, part_name
+
+    patch_table = render_table(read_series(project.patches_dir), load_drift(project.root))
+    gate = render_gate(load_record(project.root), [part_name(part) for part in corpus_files(project)])
+    bench = render_bench(load_results(project.root / BENCH_DIR))
+    return {
+        README: [(START, END, patch_table), (GATE_START, GATE_END, gate), (BENCH_START, BENCH_END, bench)],
+        BENCH_README: [(BENCH_START, BENCH_END, bench)],
+    }
+
+
+def rendered(root: Path, name: Path, file_blocks: list[Block]) -> tuple[str, str]:
+    """The file's current text and its text with every block re-rendered."""
+    try:
+        current = (root / name).read_text()
+    except FileNotFoundError:
+        raise OverlayError(f"{name} is missing") from None
+    wanted = current
+    for start, end, text in file_blocks:
+        wanted = with_table(wanted, text, start, end, name)
+    return current, wanted
+
+
+def check(project: Project) -> None:
+    """Raise CheckFailed, naming each file, when a rendered block is missing or out of date."""
+    problems = []
+    for name, file_blocks in blocks(project).items():
+        try:
+            current, wanted = rendered(project.root, name, file_blocks)
+        except OverlayError as e:
+            problems.append(str(e))
+            continue
+        if wanted != current:
+            problems.append(f"{name}'s tables are out of date")
+    if problems:
+        raise CheckFailed(f"{'; '.join(problems)}: run `python -m torch_overlay readme`")
+
+
+def write(project: Project) -> None:
+    """Re-render every block of every file that holds one."""
+    for name, file_blocks in blocks(project).items():
+        current, wanted = rendered(project.root, name, file_blocks)
+        if wanted != current:
+            atomic.write_text(project.root / name, wanted)

@@ -21,7 +21,6 @@ sets `PYTORCH_TEST_WITH_SLOW=1` so the corpus registers every op, sample and con
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections import Counter
@@ -31,12 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import stock
+from . import atomic, log, stock
 from .base import Base
 from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
-from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, progress, run_pytest
+from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, run_pytest
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
@@ -100,8 +99,8 @@ def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
     """Run `part` (or only `cases` of it) with torch taken from `tree`."""
     start = time.monotonic()
     slow = {"PYTORCH_TEST_WITH_SLOW": "1" if tier == "full" else "0"}  # torch's own switch for the full tier
-    returncode, outcomes = run_pytest(part, [tree], log, timeout, cases, slow)
-    return SideRun(outcomes or {}, returncode, round(time.monotonic() - start, 1), str(log))
+    returncode, report = run_pytest(part, [tree], log, timeout, cases, slow)
+    return SideRun({} if report is None else report.cases, returncode, round(time.monotonic() - start, 1), str(log))
 
 
 @dataclass
@@ -178,12 +177,12 @@ def run_sides(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout
         return run_part(part, trees[side], log, tier, timeout, cases)
 
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(SIDES)))) as pool:
-        return dict(zip(SIDES, pool.map(one, SIDES)))
+        return dict(zip(SIDES, pool.map(one, SIDES), strict=True))
 
 
 def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int) -> PartResult:
     name = part_name(part)
-    progress(f"  {name}: stock and overlay ({tier} tier) ...")
+    log.info(f"  {name}: stock and overlay ({tier} tier) ...")
     runs = run_sides(part, trees, logs, tier, timeout, jobs)
     for side, run in runs.items():
         if not run.outcomes:
@@ -192,14 +191,14 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     cases = merge(runs["stock"], runs["overlay"])
     disagreeing = [n for n, c in cases.items() if c.stock != c.overlay and MISSING not in c.stock + c.overlay]
     for attempt in range(1, RERUNS + 1 if disagreeing else 1):
-        progress(f"  {name}: re-running {len(disagreeing)} disagreeing case(s), attempt {attempt}/{RERUNS}")
+        log.info(f"  {name}: re-running {len(disagreeing)} disagreeing case(s), attempt {attempt}/{RERUNS}")
         again = run_sides(part, trees, logs, tier, timeout, jobs, disagreeing, attempt)
         for n in disagreeing:
             cases[n].stock.append(again["stock"].outcomes.get(n, MISSING))
             cases[n].overlay.append(again["overlay"].outcomes.get(n, MISSING))
     result = PartResult(name, cases, runs)
     counts = result.counts()
-    progress(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]))
+    log.info(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]))
     return result
 
 
@@ -218,7 +217,7 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
             trees = {"stock": stock_tree, "overlay": project.tree_dir}
             results = []
             for index, part in enumerate(parts, 1):
-                progress(f"[{index}/{len(parts)}] {part_name(part)}")
+                log.info(f"[{index}/{len(parts)}] {part_name(part)}")
                 results.append(check_part(part, trees, work / "logs", tier, timeout, jobs))
         finally:
             if not keep:
@@ -288,9 +287,7 @@ def record(project: Project, data: dict[str, Any]) -> Path:
     path = project.root / RECORD_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     merged = merge_records(load_record(project.root), data)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(merged, indent=1) + "\n")
-    os.replace(tmp, path)
+    atomic.write_text(path, json.dumps(merged, indent=1) + "\n")
     return path
 
 

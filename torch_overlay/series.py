@@ -97,6 +97,11 @@ def local_tag(patches: list[Patch]) -> str:
     return f"ovl{len(patches)}.g{series_hash(patches)[:8]}"
 
 
+def overlay_version(base_version: str, patches: list[Patch]) -> str:
+    """The version of torch with the series applied (`2.9.1+ovl4.g0123abcd`): the tree's, the wheels'."""
+    return f"{base_version}+{local_tag(patches)}"
+
+
 def needs_source_build(path: str) -> bool:
     """Whether a change to `path` cannot be carried by the official wheel's compiled libraries."""
     p = PurePosixPath(path)
@@ -112,5 +117,5 @@ def check_wheel_buildable(patches: list[Patch]) -> None:
             raise OverlayError(
                 f"{patch.path.name} touches {', '.join(compiled)}: these are compiled into the official "
                 "wheel's libraries, so the wheel-based overlay cannot carry it. A source build is needed "
-                "(scripts/build_from_source.sh)."
+                "(scripts/build_from_source.py)."
             )

@@ -14,24 +14,22 @@ anything is written; DIR is assembled under a temporary name and renamed at the 
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import applycheck, drift, message
+from . import applycheck, atomic, drift, git, message
 from .applycheck import ApplyCheck
 from .errors import OverlayError
 from .pin import Pin
 from .project import Project
 from .prove import select
 from .series import Patch, read_series
+from .verdicts import Drift
 
 DEFAULT_BRANCH = "overlay-stack"
 
@@ -39,7 +37,7 @@ DEFAULT_BRANCH = "overlay-stack"
 @dataclass(frozen=True)
 class Decision:
     patch: Patch
-    verdict: str  # drift.ALREADY_UPSTREAM / STILL_NEEDED / CONFLICTS
+    verdict: Drift  # on a checkout: never partly upstream (no tests run there)
     evidence: str
     apply: ApplyCheck
 
@@ -57,28 +55,20 @@ class Decision:
 
 # -- the target ---------------------------------------------------------------------------------
 
-def user_git(repo: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """git in the user's own checkout, with the user's identity and configuration."""
-    result = subprocess.run(["git", *args], cwd=repo, text=True, capture_output=True)
-    if check and result.returncode != 0:
-        raise OverlayError(f"git {' '.join(args)} failed in {repo}:\n{result.stderr.strip()}")
-    return result
-
-
 def check_checkout(path: Path, branch: str) -> str:
     """Validate an upstream checkout; returns its HEAD commit."""
     if not (path / "torch").is_dir() or not (path / ".git").exists():
         raise OverlayError(f"{path} is not an upstream PyTorch checkout (it needs torch/ and .git)")
-    top = user_git(path, "rev-parse", "--show-toplevel", check=False).stdout.strip()
+    top = git.user_run(path, "rev-parse", "--show-toplevel", check=False).stdout.strip()
     if not top or Path(top).resolve() != path.resolve():
         raise OverlayError(f"{path} is not the top of a git checkout")
-    dirty = user_git(path, "status", "--porcelain").stdout.splitlines()
+    dirty = git.user_run(path, "status", "--porcelain").stdout.splitlines()  # not stripped: " M" is a status
     if dirty:
         listed = ", ".join(line[3:] for line in dirty[:10])
         raise OverlayError(f"{path} has uncommitted changes ({listed}); commit or stash them first")
-    if user_git(path, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).returncode == 0:
+    if git.user_run(path, "rev-parse", "--verify", "-q", f"refs/heads/{branch}", check=False).returncode == 0:
         raise OverlayError(f"branch {branch} already exists in {path}; delete it or pass --branch NAME")
-    return user_git(path, "rev-parse", "HEAD").stdout.strip()
+    return git.user_out(path, "rev-parse", "HEAD")
 
 
 def is_version(target: str) -> bool:
@@ -90,9 +80,9 @@ def decide_on_checkout(checkout: Path, patches: list[Patch]) -> list[Decision]:
     for patch in patches:
         check = applycheck.check(checkout, patch)
         if check.reverse_applies:
-            verdict = drift.ALREADY_UPSTREAM
+            verdict = Drift.ALREADY_UPSTREAM
         else:
-            verdict = drift.STILL_NEEDED if check.applies else drift.CONFLICTS
+            verdict = Drift.STILL_NEEDED if check.applies else Drift.CONFLICTS
         decisions.append(Decision(patch, verdict, f"patch {check.describe()} (tests not run on a checkout)", check))
     return decisions
 
@@ -104,7 +94,7 @@ def decide_on_release(project: Project, pin: Pin, version: str, patches: list[Pa
 
 
 def refuse_conflicts(decisions: list[Decision], target: str) -> None:
-    conflicts = [d for d in decisions if d.verdict == drift.CONFLICTS]
+    conflicts = [d for d in decisions if d.verdict == Drift.CONFLICTS]
     if conflicts:
         detail = "\n".join(f"  {d.patch.path.name}: {d.evidence}\n    {d.apply.output}" for d in conflicts)
         raise OverlayError(f"patches conflict with {target}; nothing was staged:\n{detail}\n"
@@ -115,21 +105,21 @@ def refuse_conflicts(decisions: list[Decision], target: str) -> None:
 
 def build_stack(checkout: Path, head: str, patches: list[Patch], worktree: Path) -> str:
     """`git am` the patches onto `head` in a detached worktree; returns the stack's top commit."""
-    user_git(checkout, "worktree", "add", "-q", "--detach", str(worktree), head)
+    git.user_run(checkout, "worktree", "add", "-q", "--detach", str(worktree), head)
     for patch in patches:
-        result = user_git(worktree, "am", "-q", "--keep-non-patch", "--whitespace=nowarn",
+        result = git.user_run(worktree, "am", "-q", "--keep-non-patch", "--whitespace=nowarn",
                           str(patch.path.resolve()), check=False)
         if result.returncode != 0:
-            user_git(worktree, "am", "--abort", check=False)
+            git.user_run(worktree, "am", "--abort", check=False)
             raise OverlayError(f"{patch.path.name} does not apply on top of the earlier patches "
                                f"(git am):\n{(result.stdout + result.stderr).strip()}")
-    return user_git(worktree, "rev-parse", "HEAD").stdout.strip()
+    return git.user_out(worktree, "rev-parse", "HEAD")
 
 
 def remove_worktree(checkout: Path, worktree: Path) -> None:
-    user_git(checkout, "worktree", "remove", "--force", str(worktree), check=False)
+    git.user_run(checkout, "worktree", "remove", "--force", str(worktree), check=False)
     shutil.rmtree(worktree, ignore_errors=True)
-    user_git(checkout, "worktree", "prune", check=False)
+    git.user_run(checkout, "worktree", "prune", check=False)
 
 
 # -- the output ---------------------------------------------------------------------------------
@@ -138,7 +128,7 @@ def readme(target: str, decisions: list[Decision], branch_note: str) -> str:
     lines = [f"# Patches staged for {target}", "", "| patch | verdict | git apply --check | evidence |",
              "|---|---|---|---|"]
     lines += [f"| {d.patch.path.name} | {d.verdict} | {d.apply.describe()} | {d.evidence} |" for d in decisions]
-    skipped = [d for d in decisions if d.verdict == drift.ALREADY_UPSTREAM]
+    skipped = [d for d in decisions if d.verdict == Drift.ALREADY_UPSTREAM]
     if skipped:
         lines += ["", "## Skipped (already upstream)", ""]
         lines += [f"- {d.patch.path.name}: {d.evidence}" for d in skipped]
@@ -149,38 +139,34 @@ def write_output(out: Path, target: str, decisions: list[Decision], branch_note:
     if out.exists() and any(out.iterdir()):
         raise OverlayError(f"{out} exists and is not empty; choose another -o directory")
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
-    try:
+    with atomic.replacing(out) as partial:  # `out` is empty or absent (checked above): nothing is lost
+        partial.mkdir()
         for d in decisions:
-            if d.verdict == drift.STILL_NEEDED:
-                shutil.copyfile(d.patch.path, tmp / d.patch.path.name)
-                (tmp / d.patch.path.with_suffix(".md").name).write_text(message.pr_body(d.patch))
-        (tmp / "README.md").write_text(readme(target, decisions, branch_note))
+            if d.verdict == Drift.STILL_NEEDED:
+                shutil.copyfile(d.patch.path, partial / d.patch.path.name)
+                (partial / d.patch.path.with_suffix(".md").name).write_text(message.pr_body(d.patch))
+        (partial / "README.md").write_text(readme(target, decisions, branch_note))
         summary = {"target": target, "patches": [d.to_json() for d in decisions]}
-        (tmp / "stage.json").write_text(json.dumps(summary, indent=1) + "\n")
-        if out.exists():
-            out.rmdir()  # empty, checked above
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        (partial / "stage.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
 # -- the command --------------------------------------------------------------------------------
 
-def run_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    patches = select(read_series(project.patches_dir), args.patch)
-    out: Path = args.output.resolve()
+def run_stage(project: Project, pin: Pin, onto: str, output: Path, patch_ids: list[str] | None, *, branch: str,
+              keep: bool, timeout: float) -> int:
+    """`stage --onto TARGET -o OUTPUT`: the chosen patches (all when none are named), staged for TARGET."""
+    patches = select(read_series(project.patches_dir), patch_ids)
+    out = output.resolve()
     if out.exists() and any(out.iterdir()):  # checked early too: before any long step
         raise OverlayError(f"{out} exists and is not empty; choose another -o directory")
-    target_path = Path(args.onto).expanduser()
+    target_path = Path(onto).expanduser()
     if target_path.is_dir():
-        return _stage_checkout(target_path.resolve(), patches, out, args.branch)
-    if not is_version(args.onto):
-        raise OverlayError(f"--onto {args.onto}: neither an upstream checkout directory nor a release version")
-    decisions = decide_on_release(project, pin, args.onto, patches, keep=args.keep, timeout=args.timeout)
-    refuse_conflicts(decisions, f"torch {args.onto}")
-    write_output(out, f"torch {args.onto}", decisions, "Release target: no branch made.")
+        return _stage_checkout(target_path.resolve(), patches, out, branch)
+    if not is_version(onto):
+        raise OverlayError(f"--onto {onto}: neither an upstream checkout directory nor a release version")
+    decisions = decide_on_release(project, pin, onto, patches, keep=keep, timeout=timeout)
+    refuse_conflicts(decisions, f"torch {onto}")
+    write_output(out, f"torch {onto}", decisions, "Release target: no branch made.")
     _report(out, decisions)
     return 0
 
@@ -189,7 +175,7 @@ def _stage_checkout(checkout: Path, patches: list[Patch], out: Path, branch: str
     head = check_checkout(checkout, branch)
     decisions = decide_on_checkout(checkout, patches)
     refuse_conflicts(decisions, str(checkout))
-    needed = [d.patch for d in decisions if d.verdict == drift.STILL_NEEDED]
+    needed = [d.patch for d in decisions if d.verdict == Drift.STILL_NEEDED]
     if not needed:
         write_output(out, str(checkout), decisions, "Nothing left to send: no branch made.")
         _report(out, decisions)
@@ -200,7 +186,7 @@ def _stage_checkout(checkout: Path, patches: list[Patch], out: Path, branch: str
         note = (f"Branch `{branch}` in {checkout}: {len(needed)} commit(s) on {head[:12]}. Submit with:\n\n"
                 f"    cd {checkout} && git checkout {branch} && ghstack submit")
         write_output(out, str(checkout), decisions, note)
-        user_git(checkout, "branch", branch, top)
+        git.user_run(checkout, "branch", branch, top)
     finally:
         remove_worktree(checkout, worktree)
         shutil.rmtree(worktree.parent, ignore_errors=True)

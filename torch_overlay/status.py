@@ -9,8 +9,8 @@ from . import base as base_mod
 from . import git
 from .pin import Pin
 from .project import Project
-from .series import read_series
-from .tree import TreeRecord, am_in_progress, changed_files, commits_since_base, overlay_version
+from .series import overlay_version, read_series
+from .tree import TreeRecord, am_in_progress, changed_files, commits_since_base
 
 
 def collect(project: Project, pin: Pin, *, verify_hash: bool = True) -> dict[str, Any]:

@@ -10,10 +10,10 @@ placed under `test/` for one patch at a time.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
+from . import atomic
 from .base import Base, link_or_copy
 from .progress import Progress
 from .series import TEST_DIR
@@ -27,19 +27,16 @@ def ensure_stock_tree(base: Base, dest: Path) -> Path:
     marker = dest / COMPLETE
     if marker.exists() and marker.read_text() == base.wheel.sha256:
         return dest
-    partial = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
     files = package_files(base)
     progress = Progress(f"linking stock torch {base.version}", total=len(files), unit="files")
-    for name in files:
-        out = partial / name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        link_or_copy(base.extracted / name, out)
-        progress.advance(1)
-    progress.done()
-    (partial / COMPLETE).write_text(base.wheel.sha256)
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(partial, dest)
+    with atomic.replacing(dest) as partial:
+        for name in files:
+            out = partial / name
+            out.parent.mkdir(parents=True, exist_ok=True)
+            link_or_copy(base.extracted / name, out)
+            progress.advance(1)
+        progress.done()
+        (partial / COMPLETE).write_text(base.wheel.sha256)
     return dest
 
 
@@ -58,5 +55,5 @@ def clear_tests(stock: Path) -> None:
 
 def remove(path: Path) -> None:
     """Delete a stock tree; unlinking leaves the cache's files untouched."""
-    shutil.rmtree(path, ignore_errors=True)
-    shutil.rmtree(path.with_name(path.name + ".partial"), ignore_errors=True)
+    atomic.remove(path)
+    atomic.remove(atomic.partial_path(path))

@@ -5,8 +5,10 @@ install, so the same interpreter runs the file against the overlay tree or again
 tree, without a second virtual environment. Inductor caches (FX graph, AOT autograd) are
 shared between processes by default; a stale entry written by the other torch could answer
 for this one, so every run gets a fresh `TORCHINDUCTOR_CACHE_DIR` that is deleted afterwards.
-Each case's outcome comes from pytest's JUnit XML (the one parser of test results here):
-`verify`, `verify --against` and `verify --regressions` all compare runs case by case.
+Each case's outcome comes from pytest's JUnit XML (the one parser of test results here, also
+`test/run_test.py`'s): `verify`, `verify --against` and `verify --regressions` all compare runs
+case by case. `test_env` and `classify` are likewise the runner's: a test file runs in the same
+environment, and gets the same verdict, whichever of them runs it.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import sys
 import tempfile
 import time
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-PASS, FAIL, CRASH, EMPTY, TIMEOUT = "pass", "fail", "crash", "no-tests", "timeout"
+# How a test file ended. EMPTY: it ran no test, or skipped them all, which proves nothing either
+# way (not a pass). BROKEN: pytest itself failed (an internal error, a usage error), which says
+# nothing about the tests.
+PASS, FAIL, CRASH, EMPTY, TIMEOUT, BROKEN = "pass", "fail", "crash", "no-tests", "timeout", "broken"
 # One case's outcome, as pytest reports it.
 CASE_PASSED, CASE_FAILED, CASE_SKIPPED = "passed", "failed", "skipped"
 LOG_TAIL_LINES = 25
@@ -30,7 +36,7 @@ DEFAULT_TIMEOUT = 1800.0
 
 @dataclass(frozen=True)
 class RunResult:
-    """How one test file ended. `outcome` is one of PASS, FAIL, CRASH, EMPTY, TIMEOUT."""
+    """How one test file ended. `outcome` is one of PASS, FAIL, CRASH, EMPTY, TIMEOUT, BROKEN."""
 
     file: str
     outcome: str
@@ -60,10 +66,40 @@ class RunResult:
         return asdict(self)
 
 
-def parse_junit(xml_path: Path) -> dict[str, str]:
-    """`Class::test` -> CASE_PASSED/CASE_FAILED/CASE_SKIPPED, from pytest's JUnit XML."""
+@dataclass(frozen=True)
+class Counts:
+    """The totals a JUnit report states."""
+
+    tests: int
+    failed: int  # failures + errors
+    skipped: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """pytest's JUnit XML: each case's outcome, and the totals."""
+
+    cases: dict[str, str]  # `Class::test` -> CASE_PASSED/CASE_FAILED/CASE_SKIPPED
+    counts: Counts
+
+
+def read_report(xml_path: Path) -> Report | None:
+    """The report; None when pytest wrote none, or not all of it (it crashed first)."""
+    try:
+        root = ET.parse(xml_path).getroot()
+    except (OSError, ET.ParseError):
+        return None
+    return Report(_case_outcomes(root), _totals(root))
+
+
+def read_counts(xml_path: Path) -> Counts | None:
+    report = read_report(xml_path)
+    return None if report is None else report.counts
+
+
+def _case_outcomes(root: ET.Element) -> dict[str, str]:
     outcomes: dict[str, str] = {}
-    for case in ET.parse(xml_path).getroot().iter("testcase"):
+    for case in root.iter("testcase"):
         cls = case.get("classname", "").rsplit(".", 1)[-1]
         key = f"{cls}::{case.get('name')}"
         if case.find("failure") is not None or case.find("error") is not None:
@@ -75,46 +111,69 @@ def parse_junit(xml_path: Path) -> dict[str, str]:
     return outcomes
 
 
-def classify(returncode: int | None, tests_run: int | None, skipped: int) -> str:
+def _totals(root: ET.Element) -> Counts:
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+
+    def total(attribute: str) -> int:
+        return sum(int(suite.get(attribute, "0")) for suite in suites)
+
+    return Counts(total("tests"), total("failures") + total("errors"), total("skipped"))
+
+
+# pytest's exit statuses (pytest.ExitCode) that are not the tests' doing; 1 (tests failed) and
+# 2 (interrupted, e.g. by a collection error) are failures of the file.
+PYTEST_INTERNAL, PYTEST_USAGE, PYTEST_NO_TESTS = 3, 4, 5
+
+
+def classify(returncode: int | None, counts: Counts | None) -> str:
+    """How a file ended, from pytest's exit status (None: timed out) and its report's totals."""
     if returncode is None:
         return TIMEOUT
-    if returncode != 0:
-        return FAIL if tests_run is not None else CRASH
-    # A file that ran nothing (or skipped everything) proves nothing either way.
-    if not tests_run or skipped >= tests_run:
-        return EMPTY
-    return PASS
+    if returncode in (PYTEST_INTERNAL, PYTEST_USAGE):
+        return BROKEN
+    if returncode == PYTEST_NO_TESTS:
+        return EMPTY  # nothing collected or selected
+    if counts is None:
+        return CRASH  # no (whole) report: it died before or while running, whatever its status
+    if returncode != 0 or counts.failed:
+        return FAIL
+    return EMPTY if counts.tests == counts.skipped else PASS
 
 
-def test_env(pythonpath: list[Path], cache_dir: Path) -> dict[str, str]:
-    # Inherited inductor settings (cache switches, cache dirs) would apply to one side of a
-    # comparison as much as the other, but could re-enable a shared cache: both sides start clean.
+def test_env(pythonpath: Sequence[Path], cache_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of a test subprocess: this one's, with `pythonpath` as PYTHONPATH (in
+    that order, nothing inherited), a fresh inductor cache, and `extra` on top."""
+    # Inherited inductor settings (cache switches, cache dirs) could re-enable a cache shared
+    # with other runs, where an entry written by another file or another torch would answer.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCHINDUCTOR_", "TRITON_CACHE"))}
-    # torch.testing turns CI=true into an implicit `--save-xml`, which needs the optional
-    # xmlrunner package: every test file would crash before running under a CI system.
+    # torch.testing turns CI=true into an implicit `--save-xml` (needing the optional xmlrunner
+    # package) among other changes: a file must run the same on a laptop and under CI.
     env.pop("CI", None)
+    env.pop("PYTHONPATH", None)
+    if pythonpath:
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in pythonpath)
     env.update(
-        PYTHONPATH=os.pathsep.join(str(p) for p in pythonpath),
         TORCHINDUCTOR_CACHE_DIR=str(cache_dir),
         TRITON_CACHE_DIR=str(cache_dir / "triton"),
         PYTHONUNBUFFERED="1",
     )
+    env.update(extra or {})
     return env
 
 
 def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
                cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
-               ) -> tuple[int | None, dict[str, str] | None]:
+               ) -> tuple[int | None, Report | None]:
     """pytest on `test_path` (or only its `cases`, `Class::test`), cwd its directory.
 
-    Returns the exit status (None: timed out) and each case's outcome (None: no JUnit XML, the
-    run crashed before pytest could write it). The full output goes to `log`.
+    Returns the exit status (None: timed out) and the JUnit report (None: the run crashed before
+    pytest could write it). The full output goes to `log`.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="testrun-") as scratch:
         cache = Path(scratch) / "inductor"
         cache.mkdir()
-        env = dict(test_env(pythonpath, cache), **(extra_env or {}))
+        env = test_env(pythonpath, cache, extra_env)
         xml_path = Path(scratch) / "junit.xml"
         targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
         cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={test_path.parent}", "-p", "no:cacheprovider",
@@ -125,31 +184,25 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
                                                         stderr=subprocess.STDOUT, timeout=timeout).returncode
             except subprocess.TimeoutExpired:
                 returncode = None
-        return returncode, parse_junit(xml_path) if xml_path.exists() else None
+        return returncode, read_report(xml_path)
 
 
 def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,
                   timeout: float = DEFAULT_TIMEOUT, extra_env: dict[str, str] | None = None) -> RunResult:
     """Run `root/test_file` under pytest with `sys.executable`, torch taken from `pythonpath`."""
     start = time.monotonic()
-    returncode, cases = run_pytest(root / test_file, pythonpath, log, timeout, extra_env=extra_env)
+    returncode, report = run_pytest(root / test_file, pythonpath, log, timeout, extra_env=extra_env)
     text = log.read_text(errors="replace")
-    outcomes = list((cases or {}).values())
-    tests_run = None if cases is None else len(outcomes)
-    skipped = outcomes.count(CASE_SKIPPED)
+    counts = None if report is None else report.counts
     return RunResult(
         file=test_file,
-        outcome=classify(returncode, tests_run, skipped),
+        outcome=classify(returncode, counts),
         returncode=returncode,
-        tests_run=tests_run,
-        failed=outcomes.count(CASE_FAILED),
-        skipped=skipped,
+        tests_run=None if counts is None else counts.tests,
+        failed=0 if counts is None else counts.failed,
+        skipped=0 if counts is None else counts.skipped,
         seconds=round(time.monotonic() - start, 1),
         log=str(log),
         tail="\n".join(text.splitlines()[-LOG_TAIL_LINES:]),
-        cases=cases or {},
+        cases={} if report is None else report.cases,
     )
-
-
-def progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)

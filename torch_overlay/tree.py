@@ -21,14 +21,14 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import git
+from . import atomic, git
 from .base import Base, link_or_copy
 from .errors import OverlayError, ToolError
 from .fault import fault_point
 from .lock import build_lock
 from .progress import Progress
 from .project import Project
-from .series import WHEEL_PACKAGES, Patch, check_wheel_buildable, local_tag, read_series, series_file
+from .series import WHEEL_PACKAGES, Patch, check_wheel_buildable, overlay_version, read_series, series_file
 
 RECORD = "torch-overlay.json"
 VERSION_PY = "torch/version.py"
@@ -51,7 +51,7 @@ class TreeRecord:
     stopped_at: str = ""  # the patch `git am` stopped on, left in progress for the developer
 
     @classmethod
-    def read(cls, tree: Path) -> "TreeRecord | None":
+    def read(cls, tree: Path) -> TreeRecord | None:
         path = tree / ".git" / RECORD
         if not path.exists():
             return None
@@ -73,18 +73,11 @@ class TreeRecord:
         return record
 
     def write(self, tree: Path) -> None:
-        path = tree / ".git" / RECORD
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=1))
-        os.replace(tmp, path)
+        atomic.write_text(tree / ".git" / RECORD, json.dumps(asdict(self), indent=1))
 
 
 def wanted(patches: list[Patch]) -> list[tuple[str, str]]:
     return [(p.path.name, p.sha256()) for p in patches]
-
-
-def overlay_version(base_version: str, patches: list[Patch]) -> str:
-    return f"{base_version}+{local_tag(patches)}"
 
 
 # -- inspecting ---------------------------------------------------------------------------------
@@ -223,27 +216,22 @@ def _abort_own_am(tree: Path, record: TreeRecord) -> None:
 
 def _create(project: Project, base: Base) -> TreeRecord:
     """A new tree holding only the base commit, built aside and renamed into place."""
-    tree = project.tree_dir
-    partial = tree.with_name(tree.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)  # left by an interrupted run
-    partial.mkdir(parents=True)
-    _populate(base, partial)
-    git.run(partial, "init", "-q", "-b", BRANCH)
-    _write_if_changed(partial / ".git" / "info" / "exclude", _exclude_list(base))
-    git.run(partial, "add", "-A")
-    message = (
-        f"torch {base.version} base: sources of the official wheel\n\n"
-        f"Upstream revision {base.revision}. Compiled files are present in the working tree\n"
-        "but not tracked; they are the official wheel's, unchanged.\n"
-    )
-    git.run(partial, "commit", "-q", "-m", message, GIT_AUTHOR_DATE=BASE_DATE, GIT_COMMITTER_DATE=BASE_DATE)
-    commit = git.out(partial, "rev-parse", "HEAD")
-    record = TreeRecord(base_sha256=base.wheel.sha256, base_commit=commit, head=commit)
-    record.write(partial)
-    fault_point("populate")  # a complete `.partial`, not yet in place
-    if tree.exists():
-        shutil.rmtree(tree)
-    os.replace(partial, tree)
+    with atomic.replacing(project.tree_dir) as partial:
+        partial.mkdir(parents=True)
+        _populate(base, partial)
+        git.run(partial, "init", "-q", "-b", BRANCH)
+        _write_if_changed(partial / ".git" / "info" / "exclude", _exclude_list(base))
+        git.run(partial, "add", "-A")
+        message = (
+            f"torch {base.version} base: sources of the official wheel\n\n"
+            f"Upstream revision {base.revision}. Compiled files are present in the working tree\n"
+            "but not tracked; they are the official wheel's, unchanged.\n"
+        )
+        git.run(partial, "commit", "-q", "-m", message, GIT_AUTHOR_DATE=BASE_DATE, GIT_COMMITTER_DATE=BASE_DATE)
+        commit = git.out(partial, "rev-parse", "HEAD")
+        record = TreeRecord(base_sha256=base.wheel.sha256, base_commit=commit, head=commit)
+        record.write(partial)
+        fault_point("populate")  # a complete `.partial`, not yet in place
     return record
 
 
@@ -274,7 +262,8 @@ def _populate(base: Base, dest: Path) -> None:
 def _exclude_list(base: Base) -> str:
     compiled = [f"/{f}" for f in base.binary_files if _in_tree(f)]
     generated = [f"/{VERSION_PY}", "__pycache__/", "*.pyc", "/*.egg-info/"]
-    return "\n".join(["# compiled files of the base wheel (hard links) and generated files", *compiled, *generated]) + "\n"
+    header = "# compiled files of the base wheel (hard links) and generated files"
+    return "\n".join([header, *compiled, *generated]) + "\n"
 
 
 def _reset_to_base(tree: Path, record: TreeRecord) -> None:
@@ -382,14 +371,13 @@ def export(project: Project) -> list[Path]:
             "--filename-max-length=64", "-o", str(scratch), f"{record.base_commit}..HEAD",
         )
         produced = sorted(scratch.iterdir())
-        for path in produced:
+        for path in produced:  # git wrote each whole into `scratch`, its partial: renamed into place
             os.replace(path, project.patches_dir / path.name)
             fault_point("export", project.patches_dir / path.name)
         scratch.rmdir()
         names = [p.name for p in produced]
         listing = series_file(project.patches_dir)
-        listing.with_suffix(".tmp").write_text("".join(f"{n}\n" for n in names))
-        os.replace(listing.with_suffix(".tmp"), listing)
+        atomic.write_text(listing, "".join(f"{n}\n" for n in names))
         fault_point("export", listing)
         for stale in old - set(names):
             (project.patches_dir / stale).unlink(missing_ok=True)

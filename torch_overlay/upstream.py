@@ -16,25 +16,19 @@ from __future__ import annotations
 import email.parser
 import json
 import os
-import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from packaging.requirements import Requirement
+from packaging.version import InvalidVersion, Version
+
+from . import atomic, log
 from . import base as base_mod
 from .base import Base
 from .errors import OverlayError
-from .pin import Pin, WheelPin, parse_wheels, tag_matches_interpreter, tomllib  # tomli on Python 3.10
-
-
-def load_release_pins(pin_file: Path) -> dict[str, tuple[WheelPin, ...]]:
-    try:
-        table = tomllib.loads(pin_file.read_text()).get("upstream", {}).get("wheels", {})
-    except (OSError, tomllib.TOMLDecodeError, AttributeError) as e:
-        raise OverlayError(f"{pin_file}: invalid [upstream.wheels] table ({e!r})") from e
-    return {v: parse_wheels(tags, f'{pin_file} [upstream.wheels."{v}"]') for v, tags in table.items()}
+from .pin import Pin, WheelPin, load_release_pins, tag_matches_interpreter
 
 
 def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
@@ -53,8 +47,12 @@ def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
     return pin, pin.wheel_for_this_interpreter()  # raises, listing the pinned tags
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", version))
+def version_key(version: str) -> Version:
+    """`version` as PEP 440 orders releases: 2.10.0rc1 before 2.10.0, 2.10.0 after 2.9.1."""
+    try:
+        return Version(version)
+    except InvalidVersion:
+        raise OverlayError(f"{version!r} is not a release version (PEP 440), e.g. 2.10.0 or 2.10.0rc1") from None
 
 
 def load_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
@@ -69,10 +67,15 @@ def deps_dir(cache_dir: Path, release: Base) -> Path:
 
 
 def requirements(release: Base) -> list[str]:
-    """The release's unconditional Requires-Dist (environment markers kept: pip evaluates them)."""
+    """The release's Requires-Dist that hold in this environment without extras: what pip installs with it."""
     metadata = (release.extracted / release.dist_info / "METADATA").read_text()
     message = email.parser.Parser().parsestr(metadata, headersonly=True)
-    return [r for r in message.get_all("Requires-Dist", []) if "extra ==" not in r]
+    return [r for r in message.get_all("Requires-Dist", []) if _applies_without_extras(Requirement(r))]
+
+
+def _applies_without_extras(requirement: Requirement) -> bool:
+    # The marker is evaluated as pip does for a plain `torch==V`: this environment, no extra.
+    return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
 
 
 def missing_requirements(reqs: list[str]) -> list[str]:
@@ -96,17 +99,13 @@ def ensure_deps(cache_dir: Path, release: Base) -> Path | None:
     needed = missing_requirements(requirements(release))
     if not needed:
         return None
-    print(f"installing for torch {release.version}: {' '.join(needed)}", file=sys.stderr, flush=True)
-    partial = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-cache-dir", "--only-binary=:all:",
-           "--target", str(partial), *needed]
-    if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise OverlayError(f"pip could not install the dependencies of torch {release.version}")
-    (partial / ".complete").write_text("\n".join(needed) + "\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    os.replace(partial, dest)
+    log.info(f"installing for torch {release.version}: {' '.join(needed)}")
+    with atomic.replacing(dest) as partial:
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-cache-dir",
+               "--only-binary=:all:", "--target", str(partial), *needed]
+        if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+            raise OverlayError(f"pip could not install the dependencies of torch {release.version}")
+        (partial / ".complete").write_text("\n".join(needed) + "\n")
     return dest
 
 
@@ -115,8 +114,8 @@ def remove_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> None:
     extracted = base_mod.extraction_dir(cache_dir, wheel)
     deps = cache_dir / "upstream-deps" / wheel.sha256[:16]
     for path in (extracted, deps):
-        shutil.rmtree(path, ignore_errors=True)
-        shutil.rmtree(path.with_name(path.name + ".partial"), ignore_errors=True)
+        atomic.remove(path)
+        atomic.remove(atomic.partial_path(path))
     base_mod.wheel_path(cache_dir, pin, wheel).unlink(missing_ok=True)
 
 

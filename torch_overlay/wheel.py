@@ -11,22 +11,22 @@ from __future__ import annotations
 
 import base64
 import csv
+import email.parser
+import email.policy
 import hashlib
 import io
-import os
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import git
+from . import atomic, git
 from .base import Base, fetch
 from .errors import OverlayError
 from .fault import fault_point
 from .pin import Pin
 from .progress import Progress
-from .series import WHEEL_PACKAGES, Patch
-from .tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress, overlay_version
+from .series import WHEEL_PACKAGES, Patch, overlay_version
+from .tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress
 from .zipcopy import RawZipWriter
 
 
@@ -44,7 +44,7 @@ def tree_changes(tree: Path, record: TreeRecord) -> TreeChanges:
                       "--", *WHEEL_PACKAGES)
     fields = listing.split("\0")
     changes = TreeChanges()
-    for status, path in zip(fields[0::2], fields[1::2]):
+    for status, path in zip(fields[0::2], fields[1::2], strict=False):  # the NUL ending -z's list pairs nothing
         if status == "D":
             changes.deleted.add(path)
         else:
@@ -59,15 +59,19 @@ def record_hash(data: bytes) -> str:
     return f"sha256={digest}"
 
 
-def _set_version(metadata: bytes, version: str) -> bytes:
-    text, count = re.subn(r"^Version: .*$", f"Version: {version}", metadata.decode(), count=1, flags=re.M)
-    if count != 1:
-        raise OverlayError("base METADATA has no Version field")
-    return text.encode()
+# METADATA is an email-style header block (core metadata spec). compat32 with no line limit
+# writes every other field and the description back byte for byte: no refolding, no re-encoding.
+_METADATA_POLICY = email.policy.compat32.clone(max_line_length=0)
 
 
-def wheel_name(version: str, tag: str) -> str:
-    return f"torch-{version}-{tag}.whl"
+def set_metadata_version(metadata: bytes, version: str) -> bytes:
+    """`metadata` (a METADATA file) with its Version field set to `version`, all else unchanged."""
+    message = email.parser.BytesParser(policy=_METADATA_POLICY).parsebytes(metadata)
+    try:
+        message.replace_header("Version", version)
+    except KeyError:
+        raise OverlayError("base METADATA has no Version field") from None
+    return message.as_bytes()
 
 
 def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list[Patch], out_dir: Path) -> Path:
@@ -87,18 +91,9 @@ def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list
     fetch(cache_dir, pin, base.wheel)  # the wheel itself is read: verify it (again) first
     version = overlay_version(base.version, patches)
     out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / wheel_name(version, base.wheel.tag)
-    partial = out_dir / f".{target.name}.partial"
-    try:
-        with partial.open("wb") as out:
-            _write(base, tree_changes(tree, record), version, out)
-        os.replace(partial, target)
-    except OSError as e:
-        if e.filename:
-            raise
-        raise OSError(e.errno, e.strerror, str(target)) from e  # a full disk names no file on write()
-    finally:
-        partial.unlink(missing_ok=True)
+    target = out_dir / base.wheel.filename(version)
+    with atomic.replacing(target) as partial, partial.open("wb") as out:
+        _write(base, tree_changes(tree, record), version, out)
     return target
 
 
@@ -106,7 +101,8 @@ def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWrite
     out_path = Path(out.name)
     old_info, new_info = base.dist_info, f"torch-{version}.dist-info"
     writer = RawZipWriter(out)
-    with zipfile.ZipFile(base.wheel_path) as src:
+    # `zipfile` reads the central directory and the members that change; `raw` feeds the copies.
+    with zipfile.ZipFile(base.wheel_path) as src, base.wheel_path.open("rb") as raw:
         hashes = _base_record(src, old_info)
         infos = src.infolist()
         progress = Progress("writing wheel", total=sum(i.compress_size for i in infos))
@@ -121,7 +117,7 @@ def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWrite
                 writer.write(name, data, info.date_time, (info.external_attr >> 16) & 0o777 or 0o644)
                 rows.append((name, record_hash(data), str(len(data))))
             else:
-                writer.copy_from(src, info)
+                writer.copy_from(raw, info)
                 if not info.is_dir():
                     rows.append((name, *_known_hash(src, info, hashes)))
             progress.advance(info.compress_size)
@@ -135,11 +131,11 @@ def _write(base: Base, changes: TreeChanges, version: str, out: io.BufferedWrite
             if info.filename == f"{old_info}/RECORD":
                 continue
             if info.filename == f"{old_info}/METADATA":
-                data = _set_version(src.read(info), version)
+                data = set_metadata_version(src.read(info), version)
                 writer.write(name, data, info.date_time)
                 rows.append((name, record_hash(data), str(len(data))))
             else:
-                writer.copy_from(src, info, name)
+                writer.copy_from(raw, info, name)
                 if not info.is_dir():
                     rows.append((name, *_known_hash(src, info, hashes)))
             progress.advance(info.compress_size)

@@ -20,6 +20,7 @@ from typing import BinaryIO
 from .errors import ToolError
 
 _LOCAL = struct.Struct("<4s5H3L2H")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _END = struct.Struct("<4s4H2LH")
 _ZIP64_END = struct.Struct("<4sQ2H2L4Q")
@@ -57,24 +58,25 @@ class RawZipWriter:
         self._out = out
         self._entries: list[_Entry] = []
 
-    def copy_from(self, source: zipfile.ZipFile, info: zipfile.ZipInfo, name: str | None = None) -> None:
-        """Append `info` from `source` (optionally renamed) by copying its compressed bytes."""
-        fp = source.fp
-        assert fp is not None
-        fp.seek(info.header_offset)
-        header = fp.read(_LOCAL.size)
-        fields = _LOCAL.unpack(header)
-        if fields[0] != b"PK\x03\x04":
-            raise ToolError(f"{source.filename}: bad local header for {info.filename}")
-        fp.seek(info.header_offset + _LOCAL.size + fields[9] + fields[10])
+    def copy_from(self, archive: BinaryIO, info: zipfile.ZipInfo, name: str | None = None) -> None:
+        """Append member `info` of the zip file open as `archive` (optionally renamed) by copying
+        its compressed bytes. `info` comes from `zipfile`'s reading of that file's central directory;
+        where the bytes start is in the member's local header, which `zipfile` does not expose."""
+        where = getattr(archive, "name", "zip archive")
+        archive.seek(info.header_offset)
+        header = archive.read(_LOCAL.size)
+        if len(header) != _LOCAL.size or header[:4] != _LOCAL_SIGNATURE:
+            raise ToolError(f"{where}: bad local header for {info.filename}")
+        *_, name_length, extra_length = _LOCAL.unpack(header)
+        archive.seek(info.header_offset + _LOCAL.size + name_length + extra_length)
         time_, date = _dos(info.date_time)
         self._start(name or info.filename, info.compress_type, time_, date, info.CRC,
                     info.compress_size, info.file_size, info.external_attr)
         remaining = info.compress_size
         while remaining:
-            chunk = fp.read(min(remaining, 1 << 20))
+            chunk = archive.read(min(remaining, 1 << 20))
             if not chunk:
-                raise ToolError(f"{source.filename}: truncated member {info.filename}")
+                raise ToolError(f"{where}: truncated member {info.filename}")
             self._out.write(chunk)
             remaining -= len(chunk)
 
@@ -96,7 +98,7 @@ class RawZipWriter:
         # The local header's zip64 field must hold both sizes as soon as either overflows.
         big = max(compressed, size) >= _LIMIT
         extra = _zip64_extra([size, compressed]) if big else b""
-        self._out.write(_LOCAL.pack(b"PK\x03\x04", _ZIP64_VERSION if big else _VERSION, flags, method, time_,
+        self._out.write(_LOCAL.pack(_LOCAL_SIGNATURE, _ZIP64_VERSION if big else _VERSION, flags, method, time_,
                                     date, crc, _LIMIT if big else compressed, _LIMIT if big else size,
                                     len(encoded), len(extra)))
         self._out.write(encoded + extra)

@@ -13,8 +13,10 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+import unittest
 import zipfile
 from pathlib import Path
 
@@ -44,11 +46,39 @@ def record_hash(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None, tag: str = TAG) -> Path:
-    files = dict(SOURCES, **(extra or {}))
-    info = f"torch-{VERSION}.dist-info"
+# A patch's regression test, as the synthetic series carry one: it fails while `double` is wrong.
+DOUBLE_TEST = """\
+import unittest
+
+import torch.arith
+
+
+class TestDouble(unittest.TestCase):
+    def test_double(self):
+        self.assertEqual(torch.arith.double(2), 4)
+
+
+if __name__ == "__main__":
+    unittest.main()
+"""
+
+# git in a checkout the tests make as a developer would (a user's side, not the tool's trees).
+DEV_GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
+               "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_GLOBAL": os.devnull}
+
+
+def dev_git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, env=dict(os.environ, **DEV_GIT_ENV), text=True, check=True,
+                          capture_output=True).stdout.strip()
+
+
+def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None, tag: str = TAG, version: str = VERSION,
+               sources: dict[str, bytes] = SOURCES) -> Path:
+    """A torch wheel of `version` holding `sources` and `extra`, with the dist-info pip expects."""
+    files = dict(sources, **(extra or {}))
+    info = f"torch-{version}.dist-info"
     files[f"{info}/METADATA"] = (
-        f"Metadata-Version: 2.4\nName: torch\nVersion: {VERSION}\nSummary: synthetic\n"
+        f"Metadata-Version: 2.4\nName: torch\nVersion: {version}\nSummary: synthetic\n"
         "Requires-Python: >=3.10\nRequires-Dist: filelock\n"
         'Provides-Extra: optree\nRequires-Dist: optree>=0.13.0; extra == "optree"\n'
     ).encode()
@@ -57,7 +87,7 @@ def make_wheel(dest_dir: Path, extra: dict[str, bytes] | None = None, tag: str =
     record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
     files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
     dest_dir.mkdir(parents=True, exist_ok=True)
-    path = dest_dir / f"torch-{VERSION}-{tag}.whl"
+    path = dest_dir / f"torch-{version}-{tag}.whl"
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in files.items():
             zi = zipfile.ZipInfo(name, DATE)
@@ -141,6 +171,49 @@ class SyntheticProject:
 
     def series(self) -> list[str]:
         return (self.root / "patches" / "series").read_text().split()
+
+
+def project_with_a_patch(root: Path) -> SyntheticProject:
+    """A synthetic project whose series is one exported patch (`mul` commuted)."""
+    p = SyntheticProject(root)
+    p.tool("tree")
+    p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
+    p.tool("export")
+    return p
+
+
+class TempDirMixin:
+    """`self.tmp`: a directory of the test's own, removed after it (mix into any TestCase)."""
+
+    tmp: Path
+
+    def setUp(self) -> None:
+        super().setUp()  # type: ignore[misc]
+        directory = tempfile.TemporaryDirectory()
+        self.addCleanup(directory.cleanup)  # type: ignore[attr-defined]
+        self.tmp = Path(directory.name)
+
+
+class TemplateProjectTestCase(TempDirMixin, unittest.TestCase):
+    """Each test works on `self.p`, a copy of one project the class prepares once (`build_template`):
+    copying a prepared tree is much cheaper than building it again for every test."""
+
+    template: SyntheticProject
+
+    @classmethod
+    def build_template(cls, root: Path) -> SyntheticProject:
+        raise NotImplementedError
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        directory = tempfile.TemporaryDirectory()
+        cls.addClassCleanup(directory.cleanup)
+        cls.template = cls.build_template(Path(directory.name))
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.p = self.template.copy(self.tmp)
 
 
 def wait_for_line(proc: subprocess.Popen[str], text: str, timeout: float = 60.0) -> str:

@@ -7,20 +7,29 @@ results files and the summary table.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import tempfile
+import unittest
 import zipfile
-from pathlib import Path
 
-from synthetic import REPO, SyntheticProject
-
-from torch.testing._internal.common_utils import TestCase, run_tests
+from synthetic import REPO, TempDirMixin, project_with_a_patch
 
 sys.path.insert(0, str(REPO))
 from torch_overlay import bench  # noqa: E402
-from torch_overlay.cli import parser  # noqa: E402
+from torch_overlay.bench.chart import chart_panels  # noqa: E402
+from torch_overlay.bench.parts import PARTS  # noqa: E402
+from torch_overlay.bench.results import SCHEMA  # noqa: E402
+from torch_overlay.bench.rezip import naive_rezip, same_members  # noqa: E402
+from torch_overlay.bench.runner import PROGRAMS_DIR  # noqa: E402
+from torch_overlay.bench.suite import parse_suite_output  # noqa: E402
+from torch_overlay.bench.targets import (  # noqa: E402
+    RECOMPILE_COMPILES,
+    SUITE_WALL,
+    TRAINING_EQUAL,
+    WHEEL_SPEEDUP,
+)
+from torch_overlay.cli import cmd_bench, parser  # noqa: E402
+from torch_overlay.errors import OverlayError  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
 
@@ -34,23 +43,15 @@ SKIPPED test_fake (0.4s)
 """
 
 
-class BenchTestCase(TestCase):
+class BenchTestCase(TempDirMixin, unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.p = SyntheticProject(Path(self._tmp.name))
-        self.p.tool("tree")
-        self.p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
-        self.p.tool("export")
+        self.p = project_with_a_patch(self.tmp)
         self.project = Project.at(self.p.root, self.p.cache)
         self.pin = load_pin(self.project.pin_file)
 
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
-
     def measure(self, parts: list[str], repeat: int = 1) -> dict:
-        return bench.measure(self.project, self.pin, parts, repeat, None)
+        return bench.measure(self.project, self.pin, bench.BenchOptions(parts=tuple(parts), repeat=repeat))
 
 
 class TestParts(BenchTestCase):
@@ -87,21 +88,21 @@ class TestParts(BenchTestCase):
         self.assertEqual([p for p in self.p.cache.iterdir() if p.name.startswith("bench-")], [])
 
     def test_naive_rezip_keeps_every_member(self) -> None:
-        out = Path(self._tmp.name) / "naive.whl"
-        bench.naive_rezip(self.p.wheel, out)
-        self.assertTrue(bench.same_members(self.p.wheel, out))
+        out = self.tmp / "naive.whl"
+        naive_rezip(self.p.wheel, out)
+        self.assertTrue(same_members(self.p.wheel, out))
         with zipfile.ZipFile(out) as zf:
             self.assertIsNone(zf.testzip())
 
 
 class TestResults(BenchTestCase):
     def test_schema_merge_table_and_cli(self) -> None:
-        out = Path(self._tmp.name) / "benchmarks"
+        out = self.tmp / "benchmarks"
         args = parser().parse_args(["bench", "--only", "wheel", "--repeat", "1", "--output", str(out), "--no-chart"])
-        self.assertEqual(bench.selected_parts(args), ["wheel"])
-        self.assertIn(bench.run_bench(self.project, self.pin, args), (0, 1))  # 1: synthetic misses targets
+        self.assertEqual(bench.select_parts(args.only), ("wheel",))
+        self.assertIn(cmd_bench(self.project, self.pin, args), (0, 1))  # 1: synthetic misses targets
         first = json.loads((out / bench.RESULTS_FILE).read_text())
-        self.assertEqual(first["schema"], bench.SCHEMA)
+        self.assertEqual(first["schema"], SCHEMA)
         for key in ("cores", "usable_cores", "python", "load_average"):
             self.assertIn(key, first["machine"])
         self.assertIn("date", first)
@@ -110,27 +111,52 @@ class TestResults(BenchTestCase):
             self.assertEqual(set(t), {"name", "value", "op", "limit", "ok"})
         # A later run of another part keeps the wheel part measured before.
         args = parser().parse_args(["bench", "--only", "tree", "--repeat", "1", "--output", str(out), "--no-chart"])
-        bench.run_bench(self.project, self.pin, args)
+        cmd_bench(self.project, self.pin, args)
         merged = json.loads((out / bench.RESULTS_FILE).read_text())
         self.assertEqual(list(merged["parts"]), ["tree", "wheel"])
         self.assertEqual(merged["parts"]["wheel"], first["parts"]["wheel"])
-        table = bench.markdown_table(merged)
+        table = bench.render_table(merged)
         self.assertIn("| Measure | Result (median) | Target | Met |", table)
         self.assertIn("naive re-deflate", table)
         self.assertIn("cold extraction", table)
-        self.assertEqual([title for title, _, _ in bench.chart_panels(merged)], ["custom wheel", "patched tree"])
+        self.assertEqual([title for title, _, _ in chart_panels(merged)], ["custom wheel", "patched tree"])
 
     def test_default_parts_leave_out_the_suite(self) -> None:
-        args = argparse.Namespace(all=False, only=None)
-        self.assertNotIn("suite", bench.selected_parts(args))
-        self.assertIn("suite", bench.selected_parts(argparse.Namespace(all=True, only=None)))
+        self.assertNotIn("suite", bench.select_parts())
+        self.assertIn("suite", bench.select_parts(every=True))
+        self.assertNotIn("suite", bench.select_parts(parser().parse_args(["bench"]).only))
 
     def test_parse_suite_output(self) -> None:
-        files = bench.parse_suite_output(SUITE_OUTPUT)
+        files = parse_suite_output(SUITE_OUTPUT)
         self.assertEqual([f["name"] for f in files], ["overlay/test_tree", "inductor/test_x", "test_fake"])
         self.assertEqual(files[0], {"name": "overlay/test_tree", "status": "PASSED", "seconds": 61.2})
         self.assertEqual(files[1]["status"], "FAILED")
 
 
+class TestDefinitions(unittest.TestCase):
+    """Torch-free: each claim, part and program is defined once, where the tables and runs find it."""
+
+    def test_each_target_states_its_limit_as_it_checks_it(self) -> None:
+        self.assertEqual(SUITE_WALL.shown, "<= 20 min")
+        self.assertEqual(SUITE_WALL.check(320.4), {"name": "suite wall time (s)", "value": 320.4, "op": "<=",
+                                                   "limit": 1200, "ok": True})
+        self.assertEqual(WHEEL_SPEEDUP.shown, ">= 10x")
+        self.assertFalse(WHEEL_SPEEDUP.check(9.9)["ok"])
+        self.assertEqual(TRAINING_EQUAL.shown, "equal to eager")
+        self.assertEqual(RECOMPILE_COMPILES.at(form="alpha").check(2)["name"], "alpha: overlay compiles")
+        self.assertEqual(RECOMPILE_COMPILES.shown, "<= 2 compiles")
+
+    def test_every_part_name_has_one_implementation_in_order(self) -> None:
+        self.assertEqual(tuple(PARTS), bench.PART_NAMES)
+
+    def test_subprocess_programs_are_files(self) -> None:
+        for name in ("compiled_step", "training_loop", "import_torch"):
+            self.assertTrue((PROGRAMS_DIR / f"{name}.py").is_file(), name)
+
+    def test_repeat_below_one_is_refused(self) -> None:
+        with self.assertRaisesRegex(OverlayError, "--repeat must be at least 1"):
+            bench.BenchOptions(repeat=0)
+
+
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

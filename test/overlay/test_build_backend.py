@@ -23,8 +23,12 @@ from pathlib import Path
 
 from synthetic import REPO, SyntheticProject, record_hash, sha256
 from test_wheel import raw_members
-
-from torch.testing._internal.common_utils import instantiate_parametrized_tests, parametrize, run_tests, TestCase
+from torch.testing._internal.common_utils import (
+    TestCase,
+    instantiate_parametrized_tests,
+    parametrize,
+    run_tests,
+)
 
 
 def metadata(text: str) -> email.message.Message:

@@ -13,18 +13,17 @@ import os
 import shutil
 import sys
 import tempfile
+import unittest
 from pathlib import Path
 
 from synthetic import REPO, SyntheticProject, make_wheel
-
-from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.cli import _failure  # noqa: E402
 from torch_overlay.openreg import OpenRegBuildError  # noqa: E402
 
 
-class CliTestCase(TestCase):
+class CliTestCase(unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self._tmp = tempfile.TemporaryDirectory()
@@ -175,4 +174,4 @@ class TestEnvironment(CliTestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

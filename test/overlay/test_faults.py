@@ -15,32 +15,21 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
+import unittest
 from pathlib import Path
 
-from synthetic import REPO, SyntheticProject, sha256, wait_for_line
-
-from torch.testing._internal.common_utils import TestCase, run_tests
+from synthetic import (
+    DOUBLE_TEST,
+    REPO,
+    SyntheticProject,
+    TemplateProjectTestCase,
+    sha256,
+    wait_for_line,
+)
 
 KILLED = -signal.SIGKILL
 MODULES = {f"torch/mod{i}.py": f"VALUE = {i}\n".encode() for i in range(20)}
 MODULES["torch/arith.py"] = b"def double(x):\n    return x + x + 1\n"
-DOUBLE_TEST = """\
-import unittest
-
-import torch.arith
-
-
-class TestDouble(unittest.TestCase):
-    def test_double(self):
-        self.assertEqual(torch.arith.double(2), 4)
-
-
-if __name__ == "__main__":
-    unittest.main()
-"""
-
-
 def digest(root: Path) -> str:
     """A hash of every file under `root` (names and bytes), `.git` and bytecode left out."""
     h = hashlib.sha256()
@@ -61,12 +50,10 @@ def leftovers(*roots: Path) -> list[str]:
     return found
 
 
-class FaultTestCase(TestCase):
+class FaultTestCase(TemplateProjectTestCase):
     @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls._template_dir = tempfile.TemporaryDirectory()
-        p = SyntheticProject(Path(cls._template_dir.name), extra=MODULES)
+    def build_template(cls, root: Path) -> SyntheticProject:
+        p = SyntheticProject(root, extra=MODULES)
         p.tool("tree")
         for i in range(3):
             p.commit_edit(f"torch/mod{i}.py", f"VALUE = {i}", f"VALUE = {i + 10}", f"[mod] Bump mod{i}")
@@ -75,23 +62,9 @@ class FaultTestCase(TestCase):
         p.tool("export")
         shutil.rmtree(p.root / "build")
         p.tool("tree")  # `git am` commits hash the same on every build: the reference
-        cls.template = p
         cls.head = p.git("rev-parse", "HEAD").strip()
         cls.tree_digest = digest(p.tree)
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls._template_dir.cleanup()
-        super().tearDownClass()
-
-    def setUp(self) -> None:
-        super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.p = self.template.copy(Path(self._tmp.name))
-
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
+        return p
 
     def kill_at(self, fault: str, *args: str) -> None:
         result = self.p.tool(*args, check=False, TORCH_OVERLAY_FAULT=fault)
@@ -117,7 +90,7 @@ class TestKilledAndRecovered(FaultTestCase):
     def test_mid_tree_population(self) -> None:
         shutil.rmtree(self.p.root / "build")
         self.kill_at("populate:5", "tree")
-        self.assertTrue((self.p.root / "build" / "tree.partial").exists())
+        self.assertTrue((self.p.root / "build" / ".tree.partial").exists())
         self.assertFalse(self.p.tree.exists())
         self.p.tool("tree")
         self.assert_recovered()
@@ -159,7 +132,7 @@ class TestKilledAndRecovered(FaultTestCase):
         self.assertEqual(leftovers(self.p.root / "build", self.p.root / "patches"), [])
 
     def test_mid_wheel_write(self) -> None:
-        out = Path(self._tmp.name) / "dist"
+        out = self.tmp / "dist"
         reference = Path(self.p.tool("wheel", "-o", str(out / "ref")).stdout.strip())
         self.kill_at("wheel:4", "wheel", "-o", str(out / "new"))
         self.assertEqual(len(list((out / "new").glob(".*.partial"))), 1)
@@ -169,7 +142,7 @@ class TestKilledAndRecovered(FaultTestCase):
         self.assert_recovered()
 
     def test_mid_download(self) -> None:
-        links = Path(self._tmp.name) / "links"
+        links = self.tmp / "links"
         links.mkdir()
         os.replace(self.p.wheel, links / self.p.wheel.name)
         shutil.rmtree(self.p.cache / "base")
@@ -183,7 +156,7 @@ class TestKilledAndRecovered(FaultTestCase):
         self.assertEqual(leftovers(self.p.cache), [])
 
 
-class TestOpenRegKilled(TestCase):
+class TestOpenRegKilled(unittest.TestCase):
     def test_killed_after_configuring_then_rebuilt(self) -> None:
         build_dir = REPO / "build" / "openreg"  # the runner's build: configured before the suites run
         if not (build_dir / "build.ninja").exists():
@@ -230,7 +203,7 @@ class TestConcurrency(FaultTestCase):
         shutil.rmtree(self.p.root / "build")
         shutil.rmtree(self.p.cache / "base")
         hook = "import sys; from torch_overlay.build_backend import build_editable; print(build_editable(sys.argv[1]))"
-        out_dirs = [Path(self._tmp.name) / name for name in ("venv-a", "venv-b")]
+        out_dirs = [self.tmp / name for name in ("venv-a", "venv-b")]
         first = self.stopped_at("populate:3", "-c", hook, str(out_dirs[0]), tool=False)
         second = self.spawn("-c", hook, str(out_dirs[1]))
         wait_for_line(second, "waiting for")
@@ -260,7 +233,7 @@ class TestConcurrency(FaultTestCase):
     def test_wheel_while_the_tree_rebuilds_waits_and_builds_the_new_series(self) -> None:
         (self.p.root / "patches" / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:2]))
         rebuild = self.stopped_at("apply:1", "tree")
-        out = Path(self._tmp.name) / "dist"
+        out = self.tmp / "dist"
         wheel = self.start("wheel", "-o", str(out))
         wait_for_line(wheel, "waiting for")
         rebuild.send_signal(signal.SIGCONT)
@@ -289,4 +262,4 @@ class TestConcurrency(FaultTestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -8,13 +8,11 @@ it and must refuse (exit 2) naming what it would lose, leaving every byte of tha
 from __future__ import annotations
 
 import hashlib
-import tempfile
+import unittest
 from collections.abc import Callable
 from pathlib import Path
 
-from synthetic import SyntheticProject
-
-from torch.testing._internal.common_utils import TestCase, run_tests
+from synthetic import SyntheticProject, TemplateProjectTestCase
 
 
 def snapshot(p: SyntheticProject) -> tuple[str, str, str]:
@@ -31,32 +29,16 @@ def snapshot(p: SyntheticProject) -> tuple[str, str, str]:
     return p.git("rev-parse", "HEAD").strip(), work.hexdigest(), ops.hexdigest()
 
 
-class TestNoCommandLosesWork(TestCase):
+class TestNoCommandLosesWork(TemplateProjectTestCase):
     @classmethod
-    def setUpClass(cls) -> None:
-        super().setUpClass()
-        cls._template_dir = tempfile.TemporaryDirectory()
-        p = SyntheticProject(Path(cls._template_dir.name))
+    def build_template(cls, root: Path) -> SyntheticProject:
+        p = SyntheticProject(root)
         p.tool("tree")
         p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
         p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")
         p.add_test_file("torch/extra.py", "EXTRA = 1\n", "[ops] Add extra")
         p.tool("export")
-        cls.template = p
-
-    @classmethod
-    def tearDownClass(cls) -> None:
-        cls._template_dir.cleanup()
-        super().tearDownClass()
-
-    def setUp(self) -> None:
-        super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.p = self.template.copy(Path(self._tmp.name))
-
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
+        return p
 
     def drop_last_patch(self) -> None:
         """Change the series, so that `tree` has a rebuild to do."""
@@ -109,7 +91,7 @@ class TestNoCommandLosesWork(TestCase):
         before = snapshot(self.p)
         for command in refused_by:
             with self.subTest(command=command):
-                args = ["wheel", "-o", str(Path(self._tmp.name) / "dist")] if command == "wheel" else [command]
+                args = ["wheel", "-o", str(self.tmp / "dist")] if command == "wheel" else [command]
                 result = self.p.tool(*args, check=False)
                 self.assertEqual(result.returncode, 2, result.stdout + result.stderr)
                 self.assertNotIn("Traceback", result.stderr)
@@ -147,4 +129,4 @@ class TestNoCommandLosesWork(TestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -8,9 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from synthetic import REPO
-
 import torch
+from synthetic import REPO
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 TORCH_DIR = Path(torch.__file__).resolve().parent

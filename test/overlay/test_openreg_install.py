@@ -12,8 +12,7 @@ import tempfile
 from pathlib import Path
 
 from synthetic import REPO
-
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 STAGING = REPO / "build" / "openreg" / "python"
 

@@ -17,15 +17,13 @@ import unittest
 from pathlib import Path
 
 from synthetic import REPO
-
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.build_backend import write_sdist  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import read_series  # noqa: E402
-from torch_overlay.tree import overlay_version  # noqa: E402
+from torch_overlay.series import overlay_version, read_series  # noqa: E402
 
 FULL_TIER = os.environ.get("TORCH_OVERLAY_TEST_TIER") == "full"
 OTHER_VERSION = "3.12"

@@ -11,11 +11,10 @@ import json
 import subprocess
 import sys
 import tempfile
+import unittest
 from pathlib import Path
 
 from synthetic import SyntheticProject
-
-from torch.testing._internal.common_utils import TestCase, run_tests
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n"}
 
@@ -61,7 +60,7 @@ if __name__ == "__main__":
 '''
 
 
-class TestVerify(TestCase):
+class TestVerify(unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self._tmp = tempfile.TemporaryDirectory()
@@ -138,4 +137,4 @@ class TestVerify(TestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -1,19 +1,32 @@
-"""README.md's patch table is rendered from the series and the measured drift record."""
+"""The READMEs' tables are rendered from the series and the records in benchmarks/: the patch
+table from the drift record, the gate section from the regressions record, the benchmark table
+(in README.md and benchmarks/README.md) from the bench's results."""
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 import tempfile
+import unittest
 from pathlib import Path
 
-from synthetic import REPO
-
-from torch.testing._internal.common_utils import TestCase, run_tests
+import expecttest
+from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
+from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
 from torch_overlay.readme import (  # noqa: E402
-    first_release_with_fix, render_gate, render_table, upstream_prs, with_table,
+    BENCH_END,
+    BENCH_README,
+    BENCH_START,
+    README,
+    first_release_with_fix,
+    render_gate,
+    render_table,
+    upstream_prs,
+    with_table,
 )
 from torch_overlay.regressions import VERDICTS  # noqa: E402
 from torch_overlay.series import Patch  # noqa: E402
@@ -40,7 +53,7 @@ def drift(verdicts: dict[str, str]) -> dict[str, object]:
     return {v: {"patches": [{"file": "0001-inductor-Fix.patch", "verdict": verdict}]} for v, verdict in verdicts.items()}
 
 
-class TestPatchTable(TestCase):
+class TestPatchTable(expecttest.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self._tmp = tempfile.TemporaryDirectory()
@@ -100,5 +113,39 @@ class TestPatchTable(TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
 
 
+def bench_block(text: str) -> str:
+    return text.split(BENCH_START + "\n", 1)[1].split("\n" + BENCH_END, 1)[0]
+
+
+class TestBenchTables(unittest.TestCase):
+    def test_repository_bench_tables_are_the_results_record_rendered(self) -> None:
+        results = json.loads((REPO / "benchmarks" / "results.json").read_text())
+        for name in (README, BENCH_README):
+            with self.subTest(file=str(name)):
+                self.assertEqual(bench_block((REPO / name).read_text()), render_bench_table(results))
+
+    def test_readme_renders_every_file_and_check_names_the_stale_one(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = SyntheticProject(Path(tmp))
+            (p.root / "benchmarks").mkdir()
+            shutil.copy2(REPO / "benchmarks" / "results.json", p.root / "benchmarks" / "results.json")
+            (p.root / README).write_text("".join(f"{start}\n{end}\n" for start, end in (
+                ("<!-- patch-table:start -->", "<!-- patch-table:end -->"),
+                ("<!-- regressions-table:start -->", "<!-- regressions-table:end -->"), (BENCH_START, BENCH_END))))
+            (p.root / BENCH_README).write_text(f"# Benchmarks\n\n{BENCH_START}\nold\n{BENCH_END}\n")
+            stale = p.tool("readme", "--check", check=False)
+            self.assertEqual(stale.returncode, 1, stale.stderr)
+            self.assertIn("benchmarks/README.md's tables are out of date", stale.stderr)
+            self.assertEqual(len(stale.stderr.strip().splitlines()), 1, stale.stderr)
+            p.tool("readme")
+            self.assertEqual(p.tool("readme", "--check", check=False).returncode, 0)
+            results = json.loads((p.root / "benchmarks" / "results.json").read_text())
+            self.assertEqual(bench_block((p.root / BENCH_README).read_text()), render_bench_table(results))
+            (p.root / BENCH_README).write_text("# Benchmarks\n")
+            lost = p.tool("readme", "--check", check=False)
+            self.assertEqual(lost.returncode, 1, lost.stderr)
+            self.assertIn(f"benchmarks/README.md lacks the {BENCH_START} ... {BENCH_END} markers", lost.stderr)
+
+
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

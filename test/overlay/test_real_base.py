@@ -12,18 +12,16 @@ import venv
 import zipfile
 from pathlib import Path
 
+import torch
 from synthetic import REPO, sha256
 from test_wheel import raw_members
-
-import torch
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.base import wheel_path  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import read_series  # noqa: E402
-from torch_overlay.tree import overlay_version  # noqa: E402
+from torch_overlay.series import overlay_version, read_series  # noqa: E402
 
 PROJECT = Project.discover(REPO)
 PIN = load_pin(PROJECT.pin_file)

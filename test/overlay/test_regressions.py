@@ -20,10 +20,21 @@ from synthetic import REPO, SyntheticProject
 sys.path.insert(0, str(REPO))
 from torch_overlay import regressions  # noqa: E402
 from torch_overlay.regressions import (  # noqa: E402
-    AGREE_FAIL, AGREE_PASS, FAILED, FIXED, FLAKY_OVERLAY, FLAKY_STOCK, MISSING, ONE_SIDED, PASSED, REGRESSED,
-    SKIPPED, SKIPPED_BOTH, classify,
+    AGREE_FAIL,
+    AGREE_PASS,
+    FAILED,
+    FIXED,
+    FLAKY_OVERLAY,
+    FLAKY_STOCK,
+    MISSING,
+    ONE_SIDED,
+    PASSED,
+    REGRESSED,
+    SKIPPED,
+    SKIPPED_BOTH,
+    classify,
 )
-from torch_overlay.testrun import parse_junit  # noqa: E402
+from torch_overlay.testrun import read_report  # noqa: E402
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
 
@@ -117,8 +128,8 @@ class TestClassify(unittest.TestCase):
                 '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="x"/></testcase>'
                 '<testcase classname="test_x.TestXCPU" name="test_d_cpu"><skipped message="x"/></testcase>'
                 "</testsuite></testsuites>")
-            self.assertEqual(parse_junit(xml), {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
-                                                "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
+            self.assertEqual(read_report(xml).cases, {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
+                                                      "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
 
 
 class TestSyntheticGate(unittest.TestCase):

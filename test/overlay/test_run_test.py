@@ -17,13 +17,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import unittest
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from types import ModuleType
 from typing import Callable
 from unittest import mock
-
-from torch.testing._internal.common_utils import run_tests, TestCase
 
 RUNNER = Path(__file__).resolve().parents[1] / "run_test.py"
 OPENREG = "cpp_extensions/open_registration_extension/torch_openreg/tests"
@@ -118,7 +117,7 @@ def write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-class RunnerTestBase(TestCase):
+class RunnerTestBase(unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
         scratch = tempfile.TemporaryDirectory(prefix="test_run_test-")
@@ -431,7 +430,7 @@ class TestOpenReg(RunnerTestBase):
         self.assertNotIn("passed", out)
 
 
-class TestClassify(TestCase):
+class TestClassify(unittest.TestCase):
     def test_status_from_pytest_exit_and_counts(self) -> None:
         counts = runner.Counts
         self.assertEqual(runner.classify(0, counts(tests=2, failed=0, skipped=0)), runner.PASSED)
@@ -457,4 +456,4 @@ class TestClassify(TestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

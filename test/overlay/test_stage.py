@@ -10,34 +10,28 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import zipfile
+import unittest
 from pathlib import Path
 
-from synthetic import DATE, SOURCES, TAG, SyntheticProject, record_hash, sha256
-
-from torch.testing._internal.common_utils import TestCase, run_tests
+from synthetic import (
+    DEV_GIT_ENV,
+    DOUBLE_TEST,
+    SOURCES,
+    TAG,
+    SyntheticProject,
+    TempDirMixin,
+    dev_git,
+    make_wheel,
+    sha256,
+)
 
 WRONG_TAIL = b"\n\ndef triple(x):\n    return 3 * x + 1\n\n\ndef quad(x):\n    return 4 * x + 1\n"
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n" + WRONG_TAIL}
 FIXED = b"def double(x):\n    return x + x\n" + WRONG_TAIL
 RELEASE = "2.10.0"
 
-DOUBLE_TEST = '''\
-import unittest
-
-import torch.arith
-
-
-class TestDouble(unittest.TestCase):
-    def test_double(self):
-        self.assertEqual(torch.arith.double(2), 4)
-
-
-if __name__ == "__main__":
-    unittest.main()
-'''
-
+# The regression tests of the synthetic patches: small unittest files, alike in shape to each other
+# and to synthetic.DOUBLE_TEST (a pair `duplicates` lists), each testing its own function.
 HALF_TEST = '''\
 import unittest
 
@@ -71,35 +65,18 @@ if __name__ == "__main__":
     unittest.main()
 '''
 
-GIT_ENV = {"GIT_AUTHOR_NAME": "Dev", "GIT_AUTHOR_EMAIL": "dev@example.com", "GIT_COMMITTER_NAME": "Dev",
-           "GIT_COMMITTER_EMAIL": "dev@example.com", "GIT_CONFIG_GLOBAL": os.devnull}
-
-
 def release_wheel(dest: Path, files: dict[str, bytes]) -> Path:
     """A synthetic torch wheel of version RELEASE (the base's shape, another version)."""
-    info = f"torch-{RELEASE}.dist-info"
-    files = dict(files)
-    files[f"{info}/METADATA"] = f"Metadata-Version: 2.4\nName: torch\nVersion: {RELEASE}\nRequires-Dist: filelock\n".encode()
-    files[f"{info}/WHEEL"] = f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\nTag: {TAG}\n".encode()
-    record = "".join(f"{name},{record_hash(data)},{len(data)}\n" for name, data in files.items())
-    files[f"{info}/RECORD"] = (record + f"{info}/RECORD,,\n").encode()
-    dest.mkdir(parents=True, exist_ok=True)
-    path = dest / f"torch-{RELEASE}-{TAG}.whl"
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, data in files.items():
-            zf.writestr(zipfile.ZipInfo(name, DATE), data)
-    return path
+    return make_wheel(dest, version=RELEASE, sources=files)
 
 
-class StageTestCase(TestCase):
+class StageTestCase(TempDirMixin, unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = Path(self._tmp.name)
         self.p = SyntheticProject(self.tmp, extra=BUGGY)
         self.p.tool("tree")
         self.checkout = self.tmp / "upstream"
-        self.run_git(self.tmp, "clone", "-q", str(self.p.tree), str(self.checkout))
+        dev_git(self.tmp, "clone", "-q", str(self.p.tree), str(self.checkout))
         # Patch 0001 fixes `double`; 0002 adds `half`. Both carry a regression test.
         self.p.commit_files({"torch/arith.py": FIXED.decode(), "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double\n\n"
                     "Root cause: double added one.\nFix: do not.\n\nFixes #11\n\nTest Plan:\n"
@@ -108,31 +85,23 @@ class StageTestCase(TestCase):
         self.p.commit_files({"torch/ops.py": ops, "test/test_half.py": HALF_TEST}, "[ops] Add half\n\nFixes #12")
         self.p.tool("export")
 
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
-
-    def run_git(self, cwd: Path, *args: str) -> str:
-        return subprocess.run(["git", *args], cwd=cwd, env=dict(os.environ, **GIT_ENV), text=True, check=True,
-                              capture_output=True).stdout.strip()
-
     def stage(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        full = dict(self.p.env(), **GIT_ENV, **(env or {}))
+        full = dict(self.p.env(), **DEV_GIT_ENV, **(env or {}))
         return subprocess.run([sys.executable, "-m", "torch_overlay", "stage", *args], cwd=self.p.root,
                               env=full, text=True, capture_output=True)
 
     def assert_untouched(self, head: str) -> None:
-        self.assertEqual(self.run_git(self.checkout, "rev-parse", "HEAD"), head)
-        self.assertEqual(self.run_git(self.checkout, "status", "--porcelain"), "")
-        self.assertEqual(len(self.run_git(self.checkout, "worktree", "list").splitlines()), 1)
+        self.assertEqual(dev_git(self.checkout, "rev-parse", "HEAD"), head)
+        self.assertEqual(dev_git(self.checkout, "status", "--porcelain"), "")
+        self.assertEqual(len(dev_git(self.checkout, "worktree", "list").splitlines()), 1)
 
 
 class TestStageOntoCheckout(StageTestCase):
     def test_needed_patches_are_staged_and_upstream_ones_skipped(self) -> None:
         # Upstream already fixed `double` the same way.
         (self.checkout / "torch/arith.py").write_bytes(FIXED)
-        self.run_git(self.checkout, "commit", "-q", "-am", "Fix double upstream")
-        head = self.run_git(self.checkout, "rev-parse", "HEAD")
+        dev_git(self.checkout, "commit", "-q", "-am", "Fix double upstream")
+        head = dev_git(self.checkout, "rev-parse", "HEAD")
         out = self.tmp / "staged"
         result = self.stage("--onto", str(self.checkout), "-o", str(out))
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -149,19 +118,19 @@ class TestStageOntoCheckout(StageTestCase):
         readme = (out / "README.md").read_text()
         self.assertIn("## Skipped (already upstream)\n\n- 0001-arith-Fix-double.patch: patch already applied", readme)
         # The branch: one commit per needed patch on top of HEAD; the checkout itself unchanged.
-        self.assertEqual(self.run_git(self.checkout, "log", "--format=%s", f"{head}..overlay-stack"), "[ops] Add half")
-        self.assertEqual(self.run_git(self.checkout, "log", "-1", "--format=%an", "overlay-stack"), "Dev")
+        self.assertEqual(dev_git(self.checkout, "log", "--format=%s", f"{head}..overlay-stack"), "[ops] Add half")
+        self.assertEqual(dev_git(self.checkout, "log", "-1", "--format=%an", "overlay-stack"), "Dev")
         self.assert_untouched(head)
 
     def test_everything_upstream_makes_no_branch(self) -> None:
         patches = sorted(str(p) for p in (self.p.root / "patches").glob("*.patch"))
-        self.run_git(self.checkout, "am", "-q", *patches)
+        dev_git(self.checkout, "am", "-q", *patches)
         out = self.tmp / "staged"
         result = self.stage("--onto", str(self.checkout), "-o", str(out))
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(sorted(p.name for p in out.iterdir()), ["README.md", "stage.json"])
         self.assertIn("Nothing left to send", (out / "README.md").read_text())
-        self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
+        self.assertNotIn("overlay-stack", dev_git(self.checkout, "branch"))
 
     def test_pr_body_sections(self) -> None:
         out = self.tmp / "staged"
@@ -173,26 +142,26 @@ class TestStageOntoCheckout(StageTestCase):
         self.assertIn("python test/run_test.py -i arith/test_double", body)
 
     def test_dirty_checkout_is_refused(self) -> None:
-        head = self.run_git(self.checkout, "rev-parse", "HEAD")
+        head = dev_git(self.checkout, "rev-parse", "HEAD")
         (self.checkout / "torch/ops.py").write_text("# local edit\n")
         result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
         self.assertEqual(result.returncode, 2)
         self.assertIn("uncommitted changes (torch/ops.py)", result.stderr)
         self.assertFalse((self.tmp / "staged").exists())
-        self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
-        self.assertEqual(self.run_git(self.checkout, "rev-parse", "HEAD"), head)
+        self.assertNotIn("overlay-stack", dev_git(self.checkout, "branch"))
+        self.assertEqual(dev_git(self.checkout, "rev-parse", "HEAD"), head)
 
     def test_conflicting_patch_stops_everything(self) -> None:
         (self.checkout / "torch/arith.py").write_text("def double(x):\n    return 2 * x\n")
-        self.run_git(self.checkout, "commit", "-q", "-am", "Fixed differently")
-        head = self.run_git(self.checkout, "rev-parse", "HEAD")
+        dev_git(self.checkout, "commit", "-q", "-am", "Fixed differently")
+        head = dev_git(self.checkout, "rev-parse", "HEAD")
         result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
         self.assertEqual(result.returncode, 2)
         self.assertIn("0001-arith-Fix-double.patch", result.stderr)
         self.assertIn("nothing was staged", result.stderr)
         self.assertFalse((self.tmp / "staged").exists())
         self.assertEqual(list(self.tmp.glob(".staged-*")), [])
-        self.assertNotIn("overlay-stack", self.run_git(self.checkout, "branch"))
+        self.assertNotIn("overlay-stack", dev_git(self.checkout, "branch"))
         self.assert_untouched(head)
 
     def test_not_a_checkout(self) -> None:
@@ -205,7 +174,7 @@ class TestStageOntoCheckout(StageTestCase):
         self.assertIn("neither an upstream checkout directory nor a release version", result.stderr)
 
     def test_existing_branch_and_nonempty_output_are_refused(self) -> None:
-        self.run_git(self.checkout, "branch", "overlay-stack")
+        dev_git(self.checkout, "branch", "overlay-stack")
         result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "staged"))
         self.assertIn("branch overlay-stack already exists", result.stderr)
         (self.tmp / "full").mkdir()
@@ -231,7 +200,7 @@ class TestAgainstRelease(StageTestCase):
 
     def tool(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "torch_overlay", *args], cwd=self.p.root,
-                              env=dict(self.p.env(), **GIT_ENV, **self.pip_env), text=True, capture_output=True)
+                              env=dict(self.p.env(), **DEV_GIT_ENV, **self.pip_env), text=True, capture_output=True)
 
     def test_drift_verdicts_are_recorded_and_the_release_is_deleted(self) -> None:
         self.pin_release(sha256(self.wheel))
@@ -293,4 +262,4 @@ class TestAgainstRelease(StageTestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -5,17 +5,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import unittest
 from pathlib import Path
 
 from synthetic import REPO, SyntheticProject, make_wheel, sha256, wait_for_line
-
-from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.lock import build_lock  # noqa: E402
 
 
-class TreeTestCase(TestCase):
+class TreeTestCase(unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self._tmp = tempfile.TemporaryDirectory()
@@ -245,7 +244,7 @@ class TestBadInput(TreeTestCase):
         self.assertTrue((self.p.tree / "torch/version.py").exists())
 
 
-class TestSyntheticWheelHelper(TestCase):
+class TestSyntheticWheelHelper(unittest.TestCase):
     def test_wheel_pin_matches(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             a = make_wheel(Path(tmp) / "a")
@@ -254,4 +253,4 @@ class TestSyntheticWheelHelper(TestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -9,23 +9,26 @@ import re
 import struct
 import sys
 import tempfile
+import unittest
 import zipfile
 import zlib
 from pathlib import Path
 
-from synthetic import DATE, REPO, SyntheticProject, record_hash, sha256
-
-from torch.testing._internal.common_utils import TestCase, run_tests
+from installer.exceptions import InstallerError
+from installer.sources import WheelFile
+from packaging.version import Version
+from synthetic import (
+    DATE,
+    REPO,
+    TempDirMixin,
+    project_with_a_patch,
+    record_hash,
+    sha256,
+)
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.series import Patch, series_hash  # noqa: E402
-from torch_overlay.tree import overlay_version  # noqa: E402
+from torch_overlay.series import Patch, overlay_version, series_hash  # noqa: E402
 from torch_overlay.zipcopy import RawZipWriter  # noqa: E402
-
-try:
-    from packaging.version import Version
-except ImportError:  # not installed in every venv; pip always carries a copy
-    from pip._vendor.packaging.version import Version
 
 
 def raw_members(path: Path) -> dict[str, bytes]:
@@ -41,21 +44,14 @@ def raw_members(path: Path) -> dict[str, bytes]:
     return members
 
 
-class TestCustomWheel(TestCase):
+class TestCustomWheel(TempDirMixin, unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.p = SyntheticProject(Path(self._tmp.name))
-        self.p.tool("tree")
-        self.p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
+        self.p = project_with_a_patch(self.tmp)
         self.p.add_test_file("torch/extra.py", "NEW = 1\n", "[ops] Add a module")
         self.p.add_test_file("test/ops/test_mul.py", "print('ok')\n", "[ops] Add a test")
         self.p.tool("export")
-        self.out = Path(self._tmp.name) / "dist"
-
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
+        self.out = self.tmp / "dist"
 
     def build(self, out: Path) -> Path:
         return Path(self.p.tool("wheel", "-o", str(out)).stdout.strip())
@@ -95,6 +91,25 @@ class TestCustomWheel(TestCase):
                     continue
                 data = zf.read(info)
                 self.assertEqual(rows[info.filename], [record_hash(data), str(len(data))], info.filename)
+
+    def test_record_passes_an_independent_reader(self) -> None:
+        """`installer` (the reference wheel installer library) parses RECORD with its own code and
+        checks each member's hash and size; it must also reject a RECORD that lies about one."""
+        wheel = self.build(self.out)
+        with WheelFile.open(wheel) as source:
+            source.validate_record()
+            record_name = f"{source.dist_info_dir}/RECORD"
+        lying = self.out / "lying" / wheel.name
+        lying.parent.mkdir()
+        with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(lying, "w", zipfile.ZIP_DEFLATED) as dst:
+            for info in src.infolist():
+                data = src.read(info)
+                if info.filename == record_name:
+                    data = data.replace(record_hash(src.read("torch/ops.py")).encode(), record_hash(b"").encode())
+                dst.writestr(info, data)
+        with WheelFile.open(lying) as source:
+            with self.assertRaisesRegex(InstallerError, "torch/ops.py didn.t match RECORD"):
+                source.validate_record()
 
     def test_two_builds_are_byte_identical(self) -> None:
         first = self.build(self.out / "a")
@@ -138,7 +153,7 @@ class TestCustomWheel(TestCase):
         self.assertEqual(rows["torch/lib/libtorch_cpu.so"], [record_hash(lib), str(len(lib))])
 
 
-class TestVersion(TestCase):
+class TestVersion(unittest.TestCase):
     def test_local_tag_survives_normalisation_of_a_leading_zero_all_digit_hash(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             patch = Patch(Path(tmp) / "0001-ops-Fix.patch")
@@ -180,17 +195,11 @@ def forge_zip64(path: Path, name: str, stream: bytes, crc: int, size: int) -> No
         f.write(struct.pack("<4s4H2LH", b"PK\x05\x06", 0, 0, 1, 1, cd_size, start, 0))
 
 
-class TestZip64(TestCase):
+class TestZip64(TempDirMixin, unittest.TestCase):
     """The raw-copy writer past the 32-bit limits, without writing 4 GiB to disk."""
 
     def setUp(self) -> None:
         super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = Path(self._tmp.name)
-
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
 
     def test_member_larger_than_4_gib_is_copied_raw(self) -> None:
         # 4 GiB + 1 MiB of zeros as identical deflate blocks (a full flush resets the history).
@@ -205,10 +214,10 @@ class TestZip64(TestCase):
         source = self.tmp / "source.zip"
         forge_zip64(source, "torch/lib/libhuge.so", stream, crc, size)
         out = self.tmp / "out.zip"
-        with zipfile.ZipFile(source) as src, out.open("wb") as f:
+        with zipfile.ZipFile(source) as src, source.open("rb") as raw, out.open("wb") as f:
             writer = RawZipWriter(f)
             writer.write("torch/__init__.py", b"", DATE)
-            writer.copy_from(src, src.getinfo("torch/lib/libhuge.so"))
+            writer.copy_from(raw, src.getinfo("torch/lib/libhuge.so"))
             writer.write("torch/after.py", b"AFTER = 1\n", DATE)
             writer.close()
         with zipfile.ZipFile(out) as zf:
@@ -252,4 +261,4 @@ class TestZip64(TestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -10,19 +10,21 @@ from __future__ import annotations
 import csv
 import io
 import sys
-import tempfile
 import zipfile
-from pathlib import Path
 
 from packaging import tags
 from packaging.utils import parse_wheel_filename
-from synthetic import REPO, SyntheticProject, record_hash
+from synthetic import REPO, SyntheticProject, TempDirMixin, record_hash
 from test_wheel import raw_members
-
-from torch.testing._internal.common_utils import instantiate_parametrized_tests, parametrize, run_tests, TestCase
+from torch.testing._internal.common_utils import (
+    TestCase,
+    instantiate_parametrized_tests,
+    parametrize,
+    run_tests,
+)
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.base import load  # noqa: E402
+from torch_overlay.base import is_wheel_of, load  # noqa: E402
 from torch_overlay.errors import OverlayError  # noqa: E402
 from torch_overlay.pin import load_pin  # noqa: E402
 from torch_overlay.project import Project  # noqa: E402
@@ -96,6 +98,16 @@ class TestPinnedWheels(TestCase):
         self.assertIn("supported wheel tags: cp310-cp310-win_amd64, cp311-cp311-win_amd64", message)
         self.assertIn("overlay.toml", message)
 
+    def test_downloaded_file_is_told_by_its_parsed_name(self) -> None:
+        tag = "cp311-cp311-manylinux_2_28_x86_64"
+        self.assertTrue(is_wheel_of(f"torch-2.9.1-{tag}.whl", "2.9.1", tag))
+        self.assertTrue(is_wheel_of(f"torch-2.10.0-3-{tag}.whl", "2.10.0", tag))  # a re-upload's build tag
+        self.assertFalse(is_wheel_of(f"torch-2.9.1+cpu-{tag}.whl", "2.9.1", tag))  # a local build
+        self.assertFalse(is_wheel_of(f"torch-2.10.0rc1-{tag}.whl", "2.10.0", tag))
+        self.assertFalse(is_wheel_of("torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl", "2.9.1", tag))
+        self.assertFalse(is_wheel_of(f"torchvision-2.9.1-{tag}.whl", "2.9.1", tag))
+        self.assertFalse(is_wheel_of("torch-2.9.1.tar.gz", "2.9.1", tag))
+
 
 # A synthetic base per platform: its compiled files, and torch/version.py as that wheel has it.
 PLATFORMS = {
@@ -114,15 +126,9 @@ PLATFORMS = {
 
 
 @instantiate_parametrized_tests
-class TestOtherPlatformWheels(TestCase):
+class TestOtherPlatformWheels(TempDirMixin, TestCase):
     def setUp(self) -> None:
         super().setUp()
-        self._tmp = tempfile.TemporaryDirectory()
-        self.tmp = Path(self._tmp.name)
-
-    def tearDown(self) -> None:
-        self._tmp.cleanup()
-        super().tearDown()
 
     @parametrize("platform", list(PLATFORMS))
     def test_custom_wheel(self, platform: str) -> None:

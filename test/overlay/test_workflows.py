@@ -11,9 +11,8 @@ import re
 import shutil
 import subprocess
 import sys
+import unittest
 from pathlib import Path
-
-from torch.testing._internal.common_utils import run_tests, TestCase
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
@@ -43,6 +42,10 @@ def readme_commands(readme: Path) -> list[str]:
     raise AssertionError(f"{readme} has no ```bash block with `pip install -e .`")
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 def run_commands(workflow: str) -> list[str]:
     """Every command line of the workflow's `run:` steps, in order (single-line and `|` blocks).
 
@@ -60,14 +63,14 @@ def run_commands(workflow: str) -> list[str]:
         if value not in ("|", ">", "|-", ">-"):
             commands.append(value)
             continue
-        while index < len(lines) and (not lines[index].strip() or len(lines[index]) - len(lines[index].lstrip()) > indent):
+        while index < len(lines) and (not lines[index].strip() or _indent(lines[index]) > indent):
             if lines[index].strip() and not lines[index].strip().startswith("#"):
                 commands.append(lines[index].strip())
             index += 1
     return commands
 
 
-class TestWorkflows(TestCase):
+class TestWorkflows(unittest.TestCase):
     def test_actionlint_reports_nothing(self) -> None:
         actionlint = find_actionlint()
         self.assertIsNotNone(actionlint, f"no `actionlint` executable: run `{SETUP}` in this venv")
@@ -86,7 +89,7 @@ class TestWorkflows(TestCase):
         self.assertEqual(expected, DEFAULT_COMMANDS)
         actual = run_commands((WORKFLOWS / "ci.yml").read_text())
         self.assertEqual(len(actual), len(expected), f"ci.yml runs {actual}, README says {expected}")
-        for ci_command, readme_command in zip(actual, expected):
+        for ci_command, readme_command in zip(actual, expected, strict=True):
             # CI may only add options (the shard, the XML reports) to a README command.
             self.assertTrue(
                 ci_command == readme_command or ci_command.startswith(readme_command + " --"),
@@ -108,9 +111,10 @@ class TestWorkflows(TestCase):
                 self.assertRegex(action, r"^[\w.-]+/[\w.-]+@v\d+$", f"{name}: {action}")
 
     def test_run_commands_reader(self) -> None:
-        workflow = "steps:\n  - run: pip install -e .\n  - name: x\n    run: |\n      # note\n      a --b\n\n      c\n  - uses: y@v1\n"
+        workflow = ("steps:\n  - run: pip install -e .\n"
+                    "  - name: x\n    run: |\n      # note\n      a --b\n\n      c\n  - uses: y@v1\n")
         self.assertEqual(run_commands(workflow), ["pip install -e .", "a --b", "c"])
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()

@@ -63,9 +63,9 @@ def main() -> None:
     torch._dynamo.config.recompile_limit = args.steps + 8  # never fall back to eager silently
     compiled, compiles, seconds = train(args.optimizer, bool(args.foreach), args.steps, compiled=True)
     eager, _, eager_seconds = train(args.optimizer, bool(args.foreach), args.steps, compiled=False)
-    diffs = [(a - b).abs().max().item() for a, b in zip(compiled.parameters(), eager.parameters())]
+    diffs = [(a - b).abs().max().item() for a, b in zip(compiled.parameters(), eager.parameters(), strict=True)]
     try:
-        for a, b in zip(compiled.parameters(), eager.parameters()):
+        for a, b in zip(compiled.parameters(), eager.parameters(), strict=True):
             torch.testing.assert_close(a, b)
         equal = True
     except AssertionError:

@@ -1,0 +1,66 @@
+"""Upstream releases in PEP 440 order wherever the tool sorts them: a release candidate comes
+before its final release, and 2.10 after 2.9 (as strings, "2.10.0" < "2.10.0rc1" < "2.9.1")."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+from torch_overlay import drift, readme, upstream  # noqa: E402
+from torch_overlay.errors import OverlayError  # noqa: E402
+from torch_overlay.project import Project  # noqa: E402
+from torch_overlay.series import Patch  # noqa: E402
+from torch_overlay.verdicts import Drift  # noqa: E402
+
+RELEASE_ORDER = ["2.9.1", "2.10.0rc1", "2.10.0", "2.11.0"]
+SHUFFLED = ["2.10.0", "2.11.0", "2.9.1", "2.10.0rc1"]
+PATCH_FILE = "0001-ops-Fix.patch"
+
+
+def drift_entry(version: str, verdict: str) -> dict[str, object]:
+    return {"version": version, "patches": [{"file": PATCH_FILE, "verdict": verdict, "tests": [], "base_tests": []}]}
+
+
+class TestReleaseOrder(unittest.TestCase):
+    def setUp(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory()
+        self.tmp = Path(self._tmp.name)
+
+    def tearDown(self) -> None:
+        self._tmp.cleanup()
+
+    def test_version_key(self) -> None:
+        self.assertEqual(sorted(SHUFFLED, key=upstream.version_key), RELEASE_ORDER)
+
+    def test_version_key_refuses_what_is_not_a_version(self) -> None:
+        with self.assertRaisesRegex(OverlayError, "'latest' is not a release version"):
+            upstream.version_key("latest")
+
+    def test_unknown_release_lists_the_pinned_ones_in_order(self) -> None:
+        pin_file = self.tmp / "overlay.toml"
+        tables = "".join(f'[upstream.wheels."{v}"]\n"cp311-cp311-manylinux_2_28_x86_64" = "{"0" * 64}"\n'
+                         for v in SHUFFLED)
+        pin_file.write_text(tables)
+        with self.assertRaises(OverlayError) as caught:
+            upstream.release_pin(pin_file, "3.0.0")
+        self.assertIn(f"(pinned: {', '.join(RELEASE_ORDER)})", str(caught.exception))
+
+    def test_first_release_with_the_fix_is_the_candidate(self) -> None:
+        records = {v: drift_entry(v, Drift.ALREADY_UPSTREAM) for v in ["2.10.0", "2.10.0rc1"]}
+        records["2.9.1"] = drift_entry("2.9.1", Drift.STILL_NEEDED)
+        self.assertEqual(readme.first_release_with_fix(records, Patch(self.tmp / PATCH_FILE)), "2.10.0rc1")
+
+    def test_drift_record_keeps_releases_in_order(self) -> None:
+        project = Project.at(self.tmp, self.tmp / "cache")
+        for version in SHUFFLED:
+            path = drift.record(project, drift_entry(version, Drift.STILL_NEEDED))
+        self.assertEqual(list(json.loads(path.read_text())), RELEASE_ORDER)
+
+
+if __name__ == "__main__":
+    unittest.main()

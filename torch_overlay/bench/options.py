@@ -1,0 +1,35 @@
+"""What one bench run measures and where its results go."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import OverlayError
+
+PART_NAMES = ("tree", "wheel", "recompile", "training", "floats", "openreg", "suite")
+# The suite and the float catalog take many minutes each.
+DEFAULT_PARTS = ("tree", "wheel", "recompile", "training", "openreg")
+
+
+def select_parts(only: Sequence[str] = (), every: bool = False) -> tuple[str, ...]:
+    """The parts to run, in their fixed order: all of them, those named, or the default set."""
+    if every:
+        return PART_NAMES
+    return tuple(p for p in PART_NAMES if p in (only or DEFAULT_PARTS))
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    parts: tuple[str, ...] = DEFAULT_PARTS
+    repeat: int = 3                          # runs per measurement; the median is reported
+    workdir: Path | None = None              # where temporary trees go (default: the cache dir)
+    float_programs: tuple[str, ...] = ()     # floats part: only these catalog programs
+    output: Path | None = None               # merge the results into this directory's results.json
+    chart: bool = True                       # with output: also draw the chart
+    as_json: bool = False                    # print the results as JSON rather than the table
+
+    def __post_init__(self) -> None:
+        if self.repeat < 1:
+            raise OverlayError("--repeat must be at least 1")

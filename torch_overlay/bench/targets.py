@@ -1,0 +1,77 @@
+"""What the bench claims, each claim defined once: the number it checks and the way the tables
+state it both come from one `Target` record."""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .stats import Json
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {"<=": operator.le, ">=": operator.ge, "==": operator.eq}
+
+
+@dataclass(frozen=True)
+class Target:
+    """A measured value must satisfy `op limit`.
+
+    `name` is the key in results.json; a `{placeholder}` in it is filled by `at()` for each form
+    or run measured. The limit is stated in `unit`s, `per_unit` measured units each (a 20 min
+    limit on a wall time in seconds has per_unit=60). A condition that simply holds or not
+    (limit True) is stated by `holds` instead.
+    """
+
+    name: str
+    op: str
+    limit: float | bool
+    unit: str = ""
+    per_unit: int = 1
+    holds: str = ""
+
+    def at(self, **labels: str) -> Target:
+        return dataclasses.replace(self, name=self.name.format(**labels))
+
+    @property
+    def measured_limit(self) -> float | bool:
+        return self.limit if isinstance(self.limit, bool) else self.limit * self.per_unit
+
+    def check(self, value: float | bool) -> Json:
+        limit = self.measured_limit
+        return {"name": self.name, "value": value, "op": self.op, "limit": limit,
+                "ok": bool(OPERATORS[self.op](value, limit))}
+
+    @property
+    def shown(self) -> str:
+        if self.holds:
+            return self.holds
+        spacing = "" if self.unit == "x" else " "
+        stated = f"{self.limit:g}{spacing}{self.unit}".rstrip()
+        return stated if self.op == "==" else f"{self.op} {stated}"
+
+
+# -- the claims ---------------------------------------------------------------------------------
+
+TREE_COLD = Target("cold extraction to patched tree (s)", "<=", 60, "s")
+TREE_UNCHANGED = Target("unchanged re-run (s)", "<=", 5, "s")
+TREE_RSS = Target("tree build peak RSS (MB)", "<=", 24, "GB", per_unit=1024)
+
+WHEEL_SPEEDUP = Target("naive / build_wheel time", ">=", 10, "x")
+WHEEL_DETERMINISTIC = Target("identical sha256 across builds", "==", True, holds="identical")
+WHEEL_SAME_CONTENT = Target("naive re-deflate holds the same members", "==", True, holds="same members")
+WHEEL_RSS = Target("wheel build peak RSS (MB)", "<=", 24, "GB", per_unit=1024)
+
+RECOMPILE_COMPILES = Target("{form}: overlay compiles", "<=", 2, "compiles")
+RECOMPILE_SPEEDUP = Target("{form}: stock / overlay time", ">=", 5, "x")
+
+TRAINING_EQUAL = Target("training {run}: overlay equal to eager", "==", True, holds="equal to eager")
+TRAINING_COMPILES = Target("training {run}: overlay compiles <= stock", "==", True, holds="compiles <= stock")
+
+FLOATS_STALE = Target("float catalog: programs stale on the overlay", "==", 0, "on the overlay")
+
+OPENREG_UNCHANGED = Target("unchanged rebuild (s)", "<=", 3, "s")
+
+SUITE_WALL = Target("suite wall time (s)", "<=", 20, "min", per_unit=60)
+SUITE_EXIT = Target("suite exit status", "==", 0, holds="exit status 0")
