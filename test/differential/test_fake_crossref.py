@@ -764,20 +764,6 @@ def out_variants(op: OpInfo, sample: SampleInput) -> list[Variant]:
     return [("", (inp, args, {**kwargs, "out": out}))]
 
 
-def meta_leg_applies(sample: tuple[Any, tuple, dict]) -> bool:
-    has_tensor = any(isinstance(t, torch.Tensor) for t in pytree.tree_leaves(sample))
-    return has_tensor and "device" not in sample[2] and not _has_unfakeable(sample)
-
-
-def _other_device(device: str) -> str:
-    return "meta" if torch.device(device).type == "cpu" else device
-
-
-def _cpu_scalar(t: torch.Tensor) -> torch.Tensor:
-    value = t.reshape(-1)[0].item() if t.numel() > 0 else 0
-    return torch.tensor(value, dtype=t.dtype, device="cpu")
-
-
 def mixed_device_variants(sample: SampleInput, device: str) -> list[Variant]:
     """Copies of `sample` whose input or first tensor operand lives on another device."""
     inp, args, kwargs = sample_tuple(sample)

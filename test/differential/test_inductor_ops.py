@@ -237,6 +237,11 @@ def index_copy(i, s, x, idx, src):
 
 
 # ---- add / sub / mul / div
+#
+# One function per program, even where two differ only in the op (`duplicates`
+# lists the mul_* and div_* programs as a same-shape pair): the body is what
+# dynamo traces, so its exact call form (functional, method, in-place method,
+# operator) is the case under test, and each Family names its function.
 
 
 def add_alpha(i, s, x, y):

@@ -37,7 +37,10 @@ def placeholder_fakes(gm):
     ]
 
 
-class TestOpenRegCompile(TestCase):
+class FreshDynamo:
+    """Resets dynamo before and after every test, so code compiled by one test is
+    never reused (or counted) by another."""
+
     def setUp(self):
         super().setUp()
         torch._dynamo.reset()
@@ -46,6 +49,8 @@ class TestOpenRegCompile(TestCase):
         torch._dynamo.reset()
         super().tearDown()
 
+
+class TestOpenRegCompile(FreshDynamo, TestCase):
     def test_backend_registered_and_discoverable(self, device):
         self.assertIn("openreg", torch._dynamo.list_backends())
         self.assertIs(torch._dynamo.lookup_backend("openreg"), openreg_backend)
@@ -258,17 +263,9 @@ class TestOpenRegCompile(TestCase):
         interface.synchronize()
 
 
-class TestOpenRegInductor(TestCase):
+class TestOpenRegInductor(FreshDynamo, TestCase):
     """backend="inductor": Inductor's C++ code generator compiles the kernels,
     which run on openreg memory after the current stream caught up."""
-
-    def setUp(self):
-        super().setUp()
-        torch._dynamo.reset()
-
-    def tearDown(self):
-        torch._dynamo.reset()
-        super().tearDown()
 
     def test_forward_and_backward_with_dynamic_shapes(self, device):
         # One small model keeps the number of C++ kernels (each a g++ run) low.

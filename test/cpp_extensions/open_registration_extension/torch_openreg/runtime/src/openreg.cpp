@@ -776,6 +776,12 @@ orError_t orEventDestroy(orEvent_t event) {
   return orSuccess;
 }
 
+// orEventRecord opens like orStreamWaitEvent (check the event, resolve the
+// stream, read the event's version under its lock; `duplicates` lists the two
+// as a pair). The opening stays written out in each: the locked step differs
+// (recording bumps the version, a wait only reads it), and a shared helper
+// would hand back an error, the stream, the state and the version through
+// out-parameters to save a handful of lines of this C API's entry points.
 orError_t orEventRecord(orEvent_t event, orStream_t stream) {
   if (!known_event(event)) {
     return orErrorInvalidResourceHandle;
