@@ -46,6 +46,7 @@ TORCH_FREE = (
     "test_stage",
     "test_tree",
     "test_wheel",
+    "test_wheel_tags",
     "test_workflows",
 )
 # The tests that import torch, and why.
@@ -55,7 +56,6 @@ NEEDS_TORCH = {
     "test_openreg_install": "OpenReg's distribution, loaded by `import torch`",
     "test_other_python": "installs the built torch under other Pythons and imports it",
     "test_real_base": "checks the installed torch is the overlay",
-    "test_wheel_tags": "torch's parametrize, one test per platform",
 }
 
 

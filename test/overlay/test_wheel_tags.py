@@ -10,18 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import sys
+import unittest
 import zipfile
+from pathlib import Path
 
 from packaging import tags
 from packaging.utils import parse_wheel_filename
 from synthetic import REPO, SyntheticProject, TempDirMixin, record_hash
 from test_wheel import raw_members
-from torch.testing._internal.common_utils import (
-    TestCase,
-    instantiate_parametrized_tests,
-    parametrize,
-    run_tests,
-)
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.base import is_wheel_of, load  # noqa: E402
@@ -49,7 +45,7 @@ def cpython(version: tuple[int, int], platforms: list[str], free_threaded: bool 
 MACOS_ARM64 = list(tags.mac_platforms((14, 0), "arm64"))
 
 
-class TestPinnedWheels(TestCase):
+class TestPinnedWheels(unittest.TestCase):
     def test_every_file_of_the_release_is_pinned(self) -> None:
         pinned = {wheel.tag for wheel in PIN.wheels}
         expected = set()
@@ -125,16 +121,16 @@ PLATFORMS = {
 }
 
 
-@instantiate_parametrized_tests
-class TestOtherPlatformWheels(TempDirMixin, TestCase):
-    def setUp(self) -> None:
-        super().setUp()
+class TestOtherPlatformWheels(TempDirMixin, unittest.TestCase):
+    def test_custom_wheel(self) -> None:
+        for platform in PLATFORMS:
+            with self.subTest(platform=platform):
+                self.check_custom_wheel(platform, self.tmp / platform)
 
-    @parametrize("platform", list(PLATFORMS))
-    def test_custom_wheel(self, platform: str) -> None:
+    def check_custom_wheel(self, platform: str, root: Path) -> None:
         tag, base_version, compiled = PLATFORMS[platform]
         version_py = f"__version__ = '{base_version}'\ngit_version = '5811a8d7da873dd699ff6687092c225caffcf1bb'\n"
-        p = SyntheticProject(self.tmp, {**compiled, "torch/version.py": version_py.encode()}, tag=tag)
+        p = SyntheticProject(root, {**compiled, "torch/version.py": version_py.encode()}, tag=tag)
         # Another platform's wheel: the API takes it by tag (the command line takes this interpreter's).
         project = Project.at(p.root, p.cache)
         pin = load_pin(project.pin_file)
@@ -144,7 +140,7 @@ class TestOtherPlatformWheels(TempDirMixin, TestCase):
         export(project)
         materialise(project, base)
         patches = read_series(project.patches_dir)
-        wheel = build_wheel(pin, base, project.cache_dir, project.tree_dir, patches, self.tmp / "dist")
+        wheel = build_wheel(pin, base, project.cache_dir, project.tree_dir, patches, root / "dist")
 
         name, version, _, wheel_tags = parse_wheel_filename(wheel.name)
         self.assertEqual((name, {str(t) for t in wheel_tags}), ("torch", {tag}))
@@ -170,4 +166,4 @@ class TestOtherPlatformWheels(TempDirMixin, TestCase):
 
 
 if __name__ == "__main__":
-    run_tests()
+    unittest.main()
