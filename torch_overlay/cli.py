@@ -89,11 +89,16 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
     parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
+    series = overlay_version(base.version, read_series(project.patches_dir))
+
+    def record_part(result: regressions.PartResult) -> None:
+        # Each part is recorded when it ends: a later part that fails (a timeout) loses no other.
+        regressions.record(project, regressions.to_json([result], base, series, args.tier))
+
     results = regressions.run_gate(project, base, args.tier, parts, timeout=args.timeout, jobs=args.jobs,
-                                   keep=args.keep)
-    data = regressions.to_json(results, base, overlay_version(base.version, read_series(project.patches_dir)),
-                               args.tier)
-    written = regressions.record(project, data) if args.record else None
+                                   keep=args.keep, on_part=record_part if args.record else None)
+    data = regressions.to_json(results, base, series, args.tier)
+    written = project.root / regressions.RECORD_FILE if args.record else None
     print(json.dumps(data, indent=1) if args.json else regressions.render(data))
     if written:
         log.info(f"recorded in {written}")

@@ -24,7 +24,7 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ from .base import Base
 from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
-from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, run_pytest
+from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, run_cases
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
@@ -99,8 +99,8 @@ def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
     """Run `part` (or only `cases` of it) with torch taken from `tree`."""
     start = time.monotonic()
     slow = {"PYTORCH_TEST_WITH_SLOW": "1" if tier == "full" else "0"}  # torch's own switch for the full tier
-    returncode, report = run_pytest(part, [tree], log, timeout, cases, slow)
-    return SideRun({} if report is None else report.cases, returncode, round(time.monotonic() - start, 1), str(log))
+    returncode, outcomes = run_cases(part, [tree], log, timeout, cases, slow)
+    return SideRun(outcomes, returncode, round(time.monotonic() - start, 1), str(log))
 
 
 @dataclass
@@ -203,9 +203,11 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
 
 
 def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, timeout: float = 3600.0,
-             jobs: int = 2, keep: bool = False) -> list[PartResult]:
+             jobs: int = 2, keep: bool = False, on_part: Callable[[PartResult], None] | None = None,
+             ) -> list[PartResult]:
     """The given corpus parts (`select_parts`) on both sides; the overlay tree must already hold the
-    whole series."""
+    whole series. `on_part` sees each part's result as soon as it is known (to record it before a
+    later part can fail)."""
     if tier not in TIERS:
         raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
     work = work_dir(project)
@@ -219,6 +221,8 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
             for index, part in enumerate(parts, 1):
                 log.info(f"[{index}/{len(parts)}] {part_name(part)}")
                 results.append(check_part(part, trees, work / "logs", tier, timeout, jobs))
+                if on_part is not None:
+                    on_part(results[-1])
         finally:
             if not keep:
                 stock.remove(stock_tree)

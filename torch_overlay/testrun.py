@@ -13,6 +13,7 @@ environment, and gets the same verdict, whichever of them runs it.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,6 +31,12 @@ from typing import Any
 PASS, FAIL, CRASH, EMPTY, TIMEOUT, BROKEN = "pass", "fail", "crash", "no-tests", "timeout", "broken"
 # One case's outcome, as pytest reports it.
 CASE_PASSED, CASE_FAILED, CASE_SKIPPED = "passed", "failed", "skipped"
+# A case its process died in (a segfault in compiled code): no other outcome can be known.
+CASE_CRASHED = "crashed"
+# The pytest plugin that logs each case as it ends (pytest_plugin/overlay_case_log.py).
+CASE_LOG_PLUGIN = "overlay_case_log"
+CASE_LOG_PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
+CASE_LOG_ENV = "TORCH_OVERLAY_CASE_LOG"
 LOG_TAIL_LINES = 25
 DEFAULT_TIMEOUT = 1800.0
 
@@ -163,28 +170,99 @@ def test_env(pythonpath: Sequence[Path], cache_dir: Path, extra: Mapping[str, st
 
 def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
                cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
-               ) -> tuple[int | None, Report | None]:
+               case_log: Path | None = None) -> tuple[int | None, Report | None]:
     """pytest on `test_path` (or only its `cases`, `Class::test`), cwd its directory.
 
     Returns the exit status (None: timed out) and the JUnit report (None: the run crashed before
-    pytest could write it). The full output goes to `log`.
+    pytest could write it). The full output goes to `log` (appended to, with `case_log`, where
+    each case is also logged as it ends: see `run_cases`).
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="testrun-") as scratch:
         cache = Path(scratch) / "inductor"
         cache.mkdir()
+        plugin: list[str] = []
+        if case_log is not None:
+            pythonpath = [*pythonpath, CASE_LOG_PLUGIN_DIR]
+            extra_env = {**(extra_env or {}), CASE_LOG_ENV: str(case_log)}
+            plugin = ["-p", CASE_LOG_PLUGIN]
         env = test_env(pythonpath, cache, extra_env)
         xml_path = Path(scratch) / "junit.xml"
         targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
         cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={test_path.parent}", "-p", "no:cacheprovider",
-               "-q", "-rfE", f"--junit-xml={xml_path}"]
-        with log.open("w") as out:
+               *plugin, "-q", "-rfE", f"--junit-xml={xml_path}"]
+        with log.open("a" if case_log is not None else "w") as out:
             try:
                 returncode: int | None = subprocess.run(cmd, cwd=test_path.parent, env=env, stdout=out,
                                                         stderr=subprocess.STDOUT, timeout=timeout).returncode
             except subprocess.TimeoutExpired:
                 returncode = None
         return returncode, read_report(xml_path)
+
+
+@dataclass(frozen=True)
+class CaseLog:
+    """What a run's case log says (keys `Class::test`, as in a Report)."""
+
+    collected: list[str]
+    ended: dict[str, str]  # case -> CASE_* outcome
+    running: str | None  # started and never ended: the case the process died in
+
+    @property
+    def not_reached(self) -> list[str]:
+        return [c for c in self.collected if c not in self.ended and c != self.running]
+
+
+def read_case_log(path: Path) -> CaseLog:
+    def key(nodeid: str) -> str:
+        return "::".join(nodeid.split("::")[-2:])
+
+    collected: list[str] = []
+    ended: dict[str, str] = {}
+    running = None
+    lines = path.read_text().splitlines() if path.exists() else []
+    for record in map(json.loads, lines):
+        if "collected" in record:
+            collected = [key(n) for n in record["collected"]]
+        elif "started" in record:
+            running = key(record["started"])
+        else:
+            ended[key(record["ended"])] = record["outcome"]
+            running = None
+    return CaseLog(collected, ended, running)
+
+
+def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
+              cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
+              ) -> tuple[int | None, dict[str, str]]:
+    """Each case's outcome, like `run_pytest`, also when the process dies inside a case: that case
+    is CASE_CRASHED and the cases it did not reach run in a new process, until none is left.
+
+    Returns the last exit status (None: timed out; `timeout` bounds all the runs together) and
+    the outcomes; a run that dies outside any case (collecting, exiting) ends the loop.
+    """
+    deadline = time.monotonic() + timeout
+    outcomes: dict[str, str] = {}
+    log.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory(prefix="cases-") as scratch:
+        case_log = Path(scratch) / "cases.jsonl"
+        while True:
+            case_log.unlink(missing_ok=True)
+            returncode, report = run_pytest(test_path, pythonpath, log, max(deadline - time.monotonic(), 1.0),
+                                            cases, extra_env, case_log)
+            if report is not None:
+                return returncode, {**outcomes, **report.cases}
+            progress = read_case_log(case_log)
+            outcomes.update(progress.ended)
+            if returncode is None or progress.running is None:
+                return returncode, outcomes
+            outcomes[progress.running] = CASE_CRASHED
+            with log.open("a") as out:
+                out.write(f"\n[{progress.running} crashed the run (exit {returncode}); "
+                          f"running the {len(progress.not_reached)} case(s) it did not reach]\n")
+            cases = progress.not_reached
+            if not cases:
+                return returncode, outcomes
 
 
 def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,

@@ -34,7 +34,7 @@ from torch_overlay.regressions import (  # noqa: E402
     SKIPPED_BOTH,
     classify,
 )
-from torch_overlay.testrun import read_report  # noqa: E402
+from torch_overlay.testrun import CASE_CRASHED, read_report  # noqa: E402
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
 
@@ -87,6 +87,26 @@ class TestMore(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+"""
+
+
+# Cases run in name order: one before the crash, one that kills its process, one after it.
+CRASHING_CORPUS = """
+import ctypes
+import unittest
+
+import torch.arith
+
+
+class TestCrash(unittest.TestCase):
+    def test_a_before(self):
+        pass
+
+    def test_b_segfault(self):  # as a crash in compiled code does, on both sides
+        ctypes.string_at(0)
+
+    def test_c_after(self):  # wrong on the base, fixed by the series
+        self.assertEqual(torch.arith.double(2), 4)
 """
 
 
@@ -218,6 +238,20 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertNotEqual(merged["series"], arith["series"])
         self.assertIn(f"- recorded on an earlier series: `differential/test_arith` (series `{arith['series']}`, "
                       f"{arith['date'][:10]})", regressions.render(merged))
+
+    def test_a_case_that_kills_its_process_is_crashed_and_the_rest_still_runs(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            (p.root / "test" / "differential" / "test_crash.py").write_text(CRASHING_CORPUS)
+            result = p.tool("verify", "--regressions", "--json", "--part", "test_crash", check=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        (part,) = json.loads(result.stdout)["parts"]
+        cases = {c["case"]: c for c in part["cases"]}
+        self.assertEqual(cases["TestCrash::test_b_segfault"],
+                         {"case": "TestCrash::test_b_segfault", "verdict": AGREE_FAIL,
+                          "stock": [CASE_CRASHED], "overlay": [CASE_CRASHED]})
+        self.assertEqual(cases["TestCrash::test_c_after"]["verdict"], FIXED)
+        self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_a_before
 
     def test_an_unknown_part_is_named_before_anything_runs(self) -> None:
         result = self.p.tool("verify", "--regressions", "--part", "test_nothing", check=False)
