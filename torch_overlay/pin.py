@@ -106,6 +106,8 @@ def parse_wheels(table: dict[str, str], where: str) -> tuple[WheelPin, ...]:
     for wheel in wheels:
         if not re.fullmatch(r"[0-9a-f]{64}", wheel.sha256):
             raise OverlayError(f"{where}: sha256 of {wheel.tag} is not 64 hex digits")
+        # Its shape only: reading a pin needs no `packaging` (scripts/build_from_source.py runs on a
+        # bare interpreter); `expand_tag` parses the tag with packaging where one is chosen.
         if not re.fullmatch(r"[\w.]+-[\w.]+-[\w.]+", wheel.tag):
             raise OverlayError(f"{where}: {wheel.tag!r} is not a wheel tag (python-abi-platform)")
     return wheels

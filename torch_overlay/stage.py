@@ -15,12 +15,13 @@ anything is written; DIR is assembled under a temporary name and renamed at the 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from . import applycheck, atomic, drift, git, message
 from .applycheck import ApplyCheck
@@ -72,7 +73,12 @@ def check_checkout(path: Path, branch: str) -> str:
 
 
 def is_version(target: str) -> bool:
-    return re.fullmatch(r"\d+\.\d+(\.\d+)?", target) is not None
+    """Whether `--onto` (not a directory) names a release: `2.10.0`, `2.10.0rc1`."""
+    try:
+        Version(target)
+    except InvalidVersion:
+        return False
+    return True
 
 
 def decide_on_checkout(checkout: Path, patches: list[Patch]) -> list[Decision]:
