@@ -147,6 +147,7 @@ class PartResult:
     name: str
     cases: dict[str, CaseResult]
     runs: dict[str, SideRun]
+    seconds: float  # wall time of the part: both sides (at once with jobs > 1) and the re-runs
 
     def counts(self) -> Counter[str]:
         return Counter(c.verdict for c in self.cases.values())
@@ -154,6 +155,7 @@ class PartResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "part": self.name,
+            "seconds": self.seconds,
             "counts": {v: self.counts().get(v, 0) for v in VERDICTS},
             "runs": {side: {"returncode": r.returncode, "seconds": r.seconds, "cases": len(r.outcomes)}
                      for side, r in self.runs.items()},
@@ -182,6 +184,7 @@ def run_sides(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout
 
 def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int) -> PartResult:
     name = part_name(part)
+    start = time.monotonic()
     log.info(f"  {name}: stock and overlay ({tier} tier) ...")
     runs = run_sides(part, trees, logs, tier, timeout, jobs)
     for side, run in runs.items():
@@ -196,7 +199,7 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
         for n in disagreeing:
             cases[n].stock.append(again["stock"].outcomes.get(n, MISSING))
             cases[n].overlay.append(again["overlay"].outcomes.get(n, MISSING))
-    result = PartResult(name, cases, runs)
+    result = PartResult(name, cases, runs, round(time.monotonic() - start, 1))
     counts = result.counts()
     log.info(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]))
     return result
@@ -266,12 +269,15 @@ def merge_records(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[
 
 
 def render(record: dict[str, Any]) -> str:
-    """One table: a row per corpus part, a column per verdict; then every non-agreeing case."""
+    """One table: a row per corpus part, a column per verdict, each side's first run in seconds and
+    the part's wall time (both sides and the re-runs); then every non-agreeing case."""
     shown = [v for v in VERDICTS if any(p["counts"][v] for p in record["parts"])] or [AGREE_PASS]
-    header = ["part", *shown, "stock s", "overlay s"]
+    header = ["part", *shown, "stock s", "overlay s", "wall min"]
     rows = [[p["part"], *(str(p["counts"][v]) for v in shown),
-             *(f"{p['runs'][side]['seconds']:.0f}" for side in SIDES)] for p in record["parts"]]
-    rows.append(["total", *(str(record["totals"][v]) for v in shown), "", ""])
+             *(f"{p['runs'][side]['seconds']:.0f}" for side in SIDES), f"{p['seconds'] / 60:.0f}"]
+            for p in record["parts"]]
+    wall = sum(p["seconds"] for p in record["parts"])
+    rows.append(["total", *(str(record["totals"][v]) for v in shown), "", "", f"{wall / 60:.0f}"])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]

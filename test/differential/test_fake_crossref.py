@@ -124,7 +124,7 @@ FULL_TIER = TEST_WITH_SLOW
 # Samples compared per op and test: the first ones the OpInfo generates, so the choice is
 # deterministic. The full tier's cap only cuts the combinatorial sweeps of a few dozen
 # OpInfos (pooling, linspace/logspace, unique, norms generate hundreds of samples each):
-# every sample of every op at every dtype does not fit the full tier's 20 minutes.
+# every sample of every op at every dtype does not fit the full tier's time budget.
 FAST_SAMPLE_CAP = 2
 FULL_SAMPLE_CAP = 32
 # A PrivateUse1 backend such as OpenReg runs every op through a CPU fallback (copies both

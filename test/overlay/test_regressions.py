@@ -207,6 +207,9 @@ class TestSyntheticGate(unittest.TestCase):
         result, data = self.gate()
         table = regressions.render(data)
         self.assertIn("| differential/test_arith | 1 | 1 | 1 | 1 | 1 | 1 |", table)
+        wall = data["parts"][0]["seconds"]
+        self.assertGreater(wall, max(run["seconds"] for run in data["parts"][0]["runs"].values()))  # + re-runs
+        self.assertRegex(table, rf"\| total \| 1 \| 1 \| 1 \| 1 \| 1 \| 1 \| +\| +\| {wall / 60:.0f} \|")
         self.assertIn("- regressed: `differential/test_arith::TestArith::test_triple` "
                       "(stock passed/passed/passed, overlay failed/failed/failed)", table)
         self.assertIn("- flaky-on-stock: `differential/test_arith::TestArith::test_flaky_on_stock`", table)
