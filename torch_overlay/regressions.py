@@ -159,8 +159,9 @@ class PartResult:
             "counts": {v: self.counts().get(v, 0) for v in VERDICTS},
             "runs": {side: {"returncode": r.returncode, "seconds": r.seconds, "cases": len(r.outcomes)}
                      for side, r in self.runs.items()},
-            # agree-pass cases are the bulk: listed by count only, every other verdict by name
-            "cases": [c.to_json() for c in self.cases.values() if c.verdict != AGREE_PASS],
+            # agree-pass and skipped cases are the bulk (skipped: every CUDA variant on a machine
+            # without CUDA): counted only; every other verdict is listed by name
+            "cases": [c.to_json() for c in self.cases.values() if c.verdict not in (AGREE_PASS, SKIPPED_BOTH)],
         }
 
 

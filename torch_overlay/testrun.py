@@ -8,7 +8,9 @@ for this one, so every run gets a fresh `TORCHINDUCTOR_CACHE_DIR` that is delete
 Each case's outcome comes from pytest's JUnit XML (the one parser of test results here, also
 `test/run_test.py`'s): `verify`, `verify --against` and `verify --regressions` all compare runs
 case by case. `test_env` and `classify` are likewise the runner's: a test file runs in the same
-environment, and gets the same verdict, whichever of them runs it.
+environment, and gets the same verdict, whichever of them runs it. That environment also names
+the CUDA device-type test base of `test_hooks/` to torch: device-generic suites list their CUDA
+cases on every machine, skipped with the reason where CUDA is absent.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ PASS, FAIL, CRASH, EMPTY, TIMEOUT, BROKEN = "pass", "fail", "crash", "no-tests",
 CASE_PASSED, CASE_FAILED, CASE_SKIPPED = "passed", "failed", "skipped"
 # A case its process died in (a segfault in compiled code): no other outcome can be known.
 CASE_CRASHED = "crashed"
-# The pytest plugin that logs each case as it ends (pytest_plugin/overlay_case_log.py).
+# What test processes load from the tool (and nothing else of it): the pytest plugin that logs
+# each case as it ends, and the CUDA device-type test base (see test_hooks/*.py).
+TEST_HOOKS_DIR = Path(__file__).resolve().parent / "test_hooks"
 CASE_LOG_PLUGIN = "overlay_case_log"
-CASE_LOG_PLUGIN_DIR = Path(__file__).resolve().parent / "pytest_plugin"
+CUDA_TEST_BASE = TEST_HOOKS_DIR / "cuda_test_base.py"
 CASE_LOG_ENV = "TORCH_OVERLAY_CASE_LOG"
 LOG_TAIL_LINES = 25
 DEFAULT_TIMEOUT = 1800.0
@@ -62,10 +66,10 @@ class RunResult:
         return self.outcome in (FAIL, CRASH, TIMEOUT)
 
     def summary(self) -> str:
+        skipped = f", {self.skipped} skipped" if self.skipped else ""
         if self.outcome == FAIL and self.tests_run:
-            return f"fail {self.failed}/{self.tests_run}"
+            return f"fail {self.failed}/{self.tests_run}{skipped}"
         if self.outcome == PASS and self.tests_run:
-            skipped = f", {self.skipped} skipped" if self.skipped else ""
             return f"pass {self.tests_run - self.skipped}/{self.tests_run}{skipped}"
         return self.outcome
 
@@ -163,6 +167,9 @@ def test_env(pythonpath: Sequence[Path], cache_dir: Path, extra: Mapping[str, st
         TORCHINDUCTOR_CACHE_DIR=str(cache_dir),
         TRITON_CACHE_DIR=str(cache_dir / "triton"),
         PYTHONUNBUFFERED="1",
+        # Device-generic suites report their CUDA variants, run or skipped with the reason, on
+        # every machine. torch splits this list on ":" (not os.pathsep); a user's bases stay.
+        TORCH_TEST_DEVICES=":".join(filter(None, (str(CUDA_TEST_BASE), env.get("TORCH_TEST_DEVICES")))),
     )
     env.update(extra or {})
     return env
@@ -183,7 +190,7 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
         cache.mkdir()
         plugin: list[str] = []
         if case_log is not None:
-            pythonpath = [*pythonpath, CASE_LOG_PLUGIN_DIR]
+            pythonpath = [*pythonpath, TEST_HOOKS_DIR]
             extra_env = {**(extra_env or {}), CASE_LOG_ENV: str(case_log)}
             plugin = ["-p", CASE_LOG_PLUGIN]
         env = test_env(pythonpath, cache, extra_env)

@@ -52,6 +52,7 @@ TORCH_FREE = (
 # The tests that import torch, and why.
 NEEDS_TORCH = {
     "test_build_backend": "installs the built torch and imports it; torch's parametrize",
+    "test_cuda_variants": "runs a device-generic suite with the installed torch",
     "test_openreg_build": "builds OpenReg against the installed torch",
     "test_openreg_install": "OpenReg's distribution, loaded by `import torch`",
     "test_other_python": "installs the built torch under other Pythons and imports it",

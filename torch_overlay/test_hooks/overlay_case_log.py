@@ -4,8 +4,8 @@ the case ends.
 pytest writes its JUnit XML when the session ends, so a process that dies inside a case (a
 segfault in compiled code) leaves none. This log, one JSON object per line and appended as the
 run goes, keeps what ran before the crash and names the case that was running: started, never
-ended. It lives in a directory of its own, put on the test's PYTHONPATH, so that nothing else of
-the tool becomes importable by the tests.
+ended. It lives in `test_hooks/` (what test processes load from the tool), which is put on the
+test's PYTHONPATH, so that nothing else of the tool becomes importable by the tests.
 """
 
 from __future__ import annotations

@@ -1,0 +1,122 @@
+# Owner(s): ["module: tests"]
+"""Device-generic suites name their CUDA variants on every machine: run where CUDA is, skipped
+with the reason where it is not.
+
+Every test process the tool and `test/run_test.py` start gets `testrun.test_env`, which names
+`torch_overlay/test_hooks/cuda_test_base.py` in torch's `TORCH_TEST_DEVICES`. These tests run
+a small device-generic suite (a plain, a `@dtypes` and an `@ops` test) with the installed torch
+in such a process, as the patches' suites and the differential corpus run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections import defaultdict
+from pathlib import Path
+from unittest import mock
+
+import torch
+from synthetic import REPO
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+sys.path.insert(0, str(REPO))
+from torch_overlay import testrun  # noqa: E402
+
+# What the hook says (it cannot be imported: torch runs it with common_device_type's globals).
+REASON = "CUDA variant: torch.cuda.is_available() is False on this machine"
+
+SUITE = """\
+import torch
+from torch.testing._internal.common_device_type import dtypes, instantiate_device_type_tests, ops
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.testing._internal.common_utils import TestCase, run_tests
+
+
+class TestGeneric(TestCase):
+    def test_plain(self, device):
+        self.assertEqual(torch.ones(2, device=device).sum().item(), 2)
+
+    @dtypes(torch.float32, torch.float16)
+    def test_dtyped(self, device, dtype):
+        self.assertEqual(torch.ones(2, device=device, dtype=dtype).dtype, dtype)
+
+    @ops([op for op in op_db if op.name == "mul"], allowed_dtypes=(torch.float32,))
+    def test_op(self, device, dtype, op):
+        sample = next(iter(op.sample_inputs(device, dtype)))
+        self.assertEqual(op(sample.input, *sample.args, **sample.kwargs).device.type, torch.device(device).type)
+
+
+instantiate_device_type_tests(TestGeneric, globals())
+
+if __name__ == "__main__":
+    run_tests()
+"""
+
+DEVICE_SUFFIX = {"TestGenericCPU": "cpu", "TestGenericCUDA": "cuda"}
+
+
+class TestCudaVariants(TestCase):
+    def run_suite(self, env: dict[str, str] | None = None) -> tuple[dict[str, dict[str, str]], str]:
+        """Each class's cases (name with the device suffix replaced by `DEV`) and their
+        outcomes, and pytest's output (with the skip reasons)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            suite = Path(tmp) / "test_generic.py"
+            suite.write_text(SUITE)
+            (Path(tmp) / "cache").mkdir()
+            xml = Path(tmp) / "report.xml"
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q", "-rs",
+                 f"--junit-xml={xml}"],
+                cwd=tmp, env=env or testrun.test_env([], Path(tmp) / "cache"), capture_output=True, text=True)
+            report = testrun.read_report(xml)
+        self.assertIsNotNone(report, proc.stdout + proc.stderr)
+        assert report is not None
+        by_class: dict[str, dict[str, str]] = defaultdict(dict)
+        for case, outcome in report.cases.items():
+            cls, name = case.split("::")
+            by_class[cls][name.replace(f"_{DEVICE_SUFFIX.get(cls, 'x')}", "_DEV")] = outcome
+        return by_class, proc.stdout
+
+    def test_cuda_variants_run_or_are_skipped_with_the_reason(self) -> None:
+        by_class, output = self.run_suite()
+        self.assertIn("TestGenericCUDA", by_class)
+        cpu, cuda = by_class["TestGenericCPU"], by_class["TestGenericCUDA"]
+        self.assertEqual(sorted(cpu), ["test_dtyped_DEV_float16", "test_dtyped_DEV_float32",
+                                       "test_op_mul_DEV_float32", "test_plain_DEV"])
+        self.assertEqual(sorted(cuda), sorted(cpu))  # the names CUDA gives its cases
+        self.assertEqual(set(cpu.values()), {testrun.CASE_PASSED})  # the skip stays in the CUDA class
+        if torch.cuda.is_available():
+            self.assertEqual(set(cuda.values()), {testrun.CASE_PASSED})
+        else:
+            self.assertEqual(set(cuda.values()), {testrun.CASE_SKIPPED})
+            self.assertIn(REASON, output)
+        for cls, cases in by_class.items():
+            if cls not in DEVICE_SUFFIX:  # a PrivateUse1 backend (OpenReg, when installed) runs
+                self.assertEqual(set(cases.values()), {testrun.CASE_PASSED}, cls)
+
+    def test_without_the_hook_a_machine_without_cuda_lists_no_cuda_case(self) -> None:
+        # What the hook is for: torch itself makes no CUDA class where CUDA is absent.
+        if torch.cuda.is_available():
+            self.skipTest("CUDA is available: torch makes the CUDA class itself")
+        with tempfile.TemporaryDirectory() as tmp:
+            env = testrun.test_env([], Path(tmp))
+        del env["TORCH_TEST_DEVICES"]
+        by_class, _ = self.run_suite(env)
+        self.assertNotIn("TestGenericCUDA", by_class)
+        self.assertIn("TestGenericCPU", by_class)
+
+    def test_a_users_own_test_devices_stay(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = testrun.test_env([], Path(tmp), {})
+            self.assertEqual(env["TORCH_TEST_DEVICES"], str(testrun.CUDA_TEST_BASE))
+            own = str(Path(tmp) / "pytorch_test_base.py")  # e.g. torch_xla's device base
+            with mock.patch.dict(os.environ, TORCH_TEST_DEVICES=own):
+                env = testrun.test_env([], Path(tmp))
+        self.assertEqual(env["TORCH_TEST_DEVICES"].split(":"), [str(testrun.CUDA_TEST_BASE), own])
+
+
+if __name__ == "__main__":
+    run_tests()
