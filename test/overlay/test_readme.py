@@ -96,8 +96,9 @@ class TestPatchTable(expecttest.TestCase):
     def test_gate_names_the_parts_its_record_lacks(self) -> None:
         counts = {v: 0 for v in VERDICTS}
         series, date = "2.9.1+ovl1.gabc", "2026-11-24T00:00:00+00:00"
-        part = {"part": "differential/test_a", "counts": dict(counts, **{"agree-pass": 3}), "cases": [],
-                "runs": {"stock": {"seconds": 1.0}, "overlay": {"seconds": 1.0}}, "series": series, "date": date}
+        part = {"part": "differential/test_a", "seconds": 2.5, "counts": dict(counts, **{"agree-pass": 3}),
+                "cases": [], "runs": {"stock": {"seconds": 1.0}, "overlay": {"seconds": 1.0}},
+                "series": series, "date": date}
         record = {"tier": "full", "series": series, "python": "3.11.7", "date": date,
                   "ok": True, "totals": part["counts"], "parts": [part]}
         text = render_gate(record, ["differential/test_a", "differential/test_b"])
