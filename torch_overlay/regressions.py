@@ -274,11 +274,13 @@ def render(record: dict[str, Any]) -> str:
     the part's wall time (both sides and the re-runs); then every non-agreeing case."""
     shown = [v for v in VERDICTS if any(p["counts"][v] for p in record["parts"])] or [AGREE_PASS]
     header = ["part", *shown, "stock s", "overlay s", "wall min"]
+    # A part recorded before parts measured their wall time has none: "-", and no total.
+    walls = [p.get("seconds") for p in record["parts"]]
     rows = [[p["part"], *(str(p["counts"][v]) for v in shown),
-             *(f"{p['runs'][side]['seconds']:.0f}" for side in SIDES), f"{p['seconds'] / 60:.0f}"]
-            for p in record["parts"]]
-    wall = sum(p["seconds"] for p in record["parts"])
-    rows.append(["total", *(str(record["totals"][v]) for v in shown), "", "", f"{wall / 60:.0f}"])
+             *(f"{p['runs'][side]['seconds']:.0f}" for side in SIDES), _minutes(wall)]
+            for p, wall in zip(record["parts"], walls, strict=True)]
+    total = None if None in walls else sum(w for w in walls if w is not None)
+    rows.append(["total", *(str(record["totals"][v]) for v in shown), "", "", _minutes(total)])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]
@@ -290,6 +292,10 @@ def render(record: dict[str, Any]) -> str:
         if p["series"] != record["series"]:
             lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")
     return "\n".join(lines)
+
+
+def _minutes(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.0f}"
 
 
 def record(project: Project, data: dict[str, Any]) -> Path:

@@ -107,6 +107,10 @@ class TestPatchTable(expecttest.TestCase):
             "Not recorded in this tier yet: `differential/test_b` "
             "(`python -m torch_overlay verify --regressions --tier full --record --part NAME`)."), text)
         self.assertNotIn("Not recorded in this tier", render_gate(record, ["differential/test_a"]))
+        self.assertIn("| differential/test_a | 3 | 1 | 1 | 0 |\n| total | 3 |  |  | 0 |", text)
+        del part["seconds"]  # recorded before parts measured their wall time
+        self.assertIn("| differential/test_a | 3 | 1 | 1 | - |\n| total | 3 |  |  | - |",
+                      render_gate(record, ["differential/test_a"]))
 
     def test_repository_readme_is_up_to_date(self) -> None:
         result = subprocess.run([sys.executable, "-m", "torch_overlay", "readme", "--check"], cwd=REPO,
