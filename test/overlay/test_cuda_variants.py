@@ -4,8 +4,9 @@ with the reason where it is not.
 
 Every test process the tool and `test/run_test.py` start gets `testrun.test_env`, which names
 `torch_overlay/test_hooks/cuda_test_base.py` in torch's `TORCH_TEST_DEVICES`. These tests run
-a small device-generic suite (a plain, a `@dtypes` and an `@ops` test) with the installed torch
-in such a process, as the patches' suites and the differential corpus run.
+a small device-generic suite (a plain, a `@dtypes` and an `@ops` test, and a `setUp` that
+uses the device) with the installed torch in such a process, as the patches' suites and the
+differential corpus run.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from torch.testing._internal.common_utils import TestCase, run_tests
 
 
 class TestGeneric(TestCase):
+    def setUp(self):  # instantiate_device_type_tests puts this over the device base's own setUp
+        super().setUp()
+        self.one = torch.ones(1, device=self.device_type)  # initializes the device
+
     def test_plain(self, device):
         self.assertEqual(torch.ones(2, device=device).sum().item(), 2)
 

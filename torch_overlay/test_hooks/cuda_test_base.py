@@ -10,19 +10,22 @@ which cases it could not run. torch runs each file named in `TORCH_TEST_DEVICES`
 
 * where CUDA is available, nothing changes (the last base is handed back);
 * otherwise a CUDA base is put where torch puts `CUDATestBase` (after the CPU's), whose cases
-  skip in `setUp`: pytest and unittest report each of them as skipped, with the reason
-  below. The names are those CUDA would give (`test_foo_cuda_float16` where CUDA's dtypes
-  differ from the CPU's).
+  are instantiated as CUDA's would be and then marked `unittest.skip` with the reason below:
+  pytest and unittest report each of them as skipped. The names are those CUDA would give
+  (`test_foo_cuda_float16` where CUDA's dtypes differ from the CPU's).
 
-The skip is per case, not in `setUpClass`: `instantiate_device_type_tests` (2.9.1) calls the
-setUpClass of the *last* device base for every device class (its closure binds the loop
-variable), so a skipping setUpClass would skip the CPU's cases too.
+The skip is on each instantiated case, not in a hook of the class, because
+`instantiate_device_type_tests` (2.9.1) defeats both: it copies the generic class's own
+`setUp` (and every other non-test member) onto the device class, over the base's; and it
+calls the setUpClass of the *last* device base for every device class (its closure binds the
+loop variable), so a skipping setUpClass would skip the CPU's cases too.
 
 As torch asks, this file does not import `common_device_type` (it runs while that module
 is being imported); it reads what it needs from the globals it is run with.
 """
 
 import unittest
+from typing import Any
 
 REASON = "CUDA variant: torch.cuda.is_available() is False on this machine"
 
@@ -41,8 +44,12 @@ class AbsentCUDATestBase(_CUDATestBase):  # type: ignore[valid-type,misc]  # a b
     def setUpClass(cls) -> None:
         pass  # CUDA's would initialize CUDA; it may also run for other device classes (see above)
 
-    def setUp(self) -> None:
-        raise unittest.SkipTest(REASON)
+    @classmethod
+    def instantiate_test(cls, name: str, test: Any, *, generic_cls: Any = None) -> None:
+        before = set(cls.__dict__)
+        super().instantiate_test(name, test, generic_cls=generic_cls)
+        for case in set(cls.__dict__) - before:  # the cases made from `test` (per dtype, op, ...)
+            setattr(cls, case, unittest.skip(REASON)(getattr(cls, case)))
 
 
 if not _torch.cuda.is_available():
