@@ -167,12 +167,19 @@ def test_env(pythonpath: Sequence[Path], cache_dir: Path, extra: Mapping[str, st
         TORCHINDUCTOR_CACHE_DIR=str(cache_dir),
         TRITON_CACHE_DIR=str(cache_dir / "triton"),
         PYTHONUNBUFFERED="1",
-        # Device-generic suites report their CUDA variants, run or skipped with the reason, on
-        # every machine. torch splits this list on ":" (not os.pathsep); a user's bases stay.
-        TORCH_TEST_DEVICES=":".join(filter(None, (str(CUDA_TEST_BASE), env.get("TORCH_TEST_DEVICES")))),
+        TORCH_TEST_DEVICES=test_devices(env.get("TORCH_TEST_DEVICES", "")),
     )
     env.update(extra or {})
     return env
+
+
+def test_devices(inherited: str) -> str:
+    """torch's `TORCH_TEST_DEVICES` for a test process: device-generic suites report their CUDA
+    variants, run or skipped with the reason, on every machine. torch splits the list on ":"
+    (not os.pathsep); a user's own bases stay, and a process started by a test (the tool's
+    tests run the tool) does not name the CUDA base twice."""
+    own = [path for path in inherited.split(":") if path and path != str(CUDA_TEST_BASE)]
+    return ":".join([str(CUDA_TEST_BASE), *own])
 
 
 def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,

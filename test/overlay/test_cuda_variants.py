@@ -113,14 +113,15 @@ class TestCudaVariants(TestCase):
         self.assertNotIn("TestGenericCUDA", by_class)
         self.assertIn("TestGenericCPU", by_class)
 
-    def test_a_users_own_test_devices_stay(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            env = testrun.test_env([], Path(tmp), {})
-            self.assertEqual(env["TORCH_TEST_DEVICES"], str(testrun.CUDA_TEST_BASE))
-            own = str(Path(tmp) / "pytorch_test_base.py")  # e.g. torch_xla's device base
-            with mock.patch.dict(os.environ, TORCH_TEST_DEVICES=own):
-                env = testrun.test_env([], Path(tmp))
-        self.assertEqual(env["TORCH_TEST_DEVICES"].split(":"), [str(testrun.CUDA_TEST_BASE), own])
+    def test_a_users_own_test_devices_stay_and_ours_is_named_once(self) -> None:
+        ours = str(testrun.CUDA_TEST_BASE)
+        own = "pytorch_test_base.py"  # e.g. torch_xla's device base
+        for inherited, expected in [("", ours), (own, f"{ours}:{own}"), (f"{ours}:{own}", f"{ours}:{own}")]:
+            with self.subTest(inherited=inherited), tempfile.TemporaryDirectory() as tmp, \
+                    mock.patch.dict(os.environ, TORCH_TEST_DEVICES=inherited):
+                # A test process that starts another one (the tool's tests run the tool) passes
+                # its own TORCH_TEST_DEVICES on.
+                self.assertEqual(testrun.test_env([], Path(tmp))["TORCH_TEST_DEVICES"], expected)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ which cases it could not run. torch runs each file named in `TORCH_TEST_DEVICES`
 `common_device_type.py`) with the globals of `common_device_type` and appends its
 `TEST_CLASS` to the device-type test bases; this file's is
 
-* where CUDA is available, nothing changes (the last base is handed back);
+* where the bases have one for CUDA (CUDA is available), nothing changes (the last base is
+  handed back);
 * otherwise a CUDA base is put where torch puts `CUDATestBase` (after the CPU's), whose cases
   are instantiated as CUDA's would be and then marked `unittest.skip` with the reason below:
   pytest and unittest report each of them as skipped. The names are those CUDA would give
@@ -29,7 +30,6 @@ from typing import Any
 
 REASON = "CUDA variant: torch.cuda.is_available() is False on this machine"
 
-_torch = globals()["torch"]
 _bases = globals()["device_type_test_bases"]
 _CPUTestBase = globals()["CPUTestBase"]
 _CUDATestBase = globals()["CUDATestBase"]
@@ -52,7 +52,9 @@ class AbsentCUDATestBase(_CUDATestBase):  # type: ignore[valid-type,misc]  # a b
             setattr(cls, case, unittest.skip(REASON)(getattr(cls, case)))
 
 
-if not _torch.cuda.is_available():
+# No CUDA base yet: CUDA is absent (with CUDA torch has one; and a second copy of this file,
+# from another checkout, may have run already).
+if not any(base.device_type == "cuda" for base in _bases):
     after_cpu = _bases.index(_CPUTestBase) + 1 if _CPUTestBase in _bases else len(_bases)
     _bases.insert(after_cpu, AbsentCUDATestBase)
 # torch appends TEST_CLASS to the bases: hand it the last one, so the order stays as above.
