@@ -204,7 +204,7 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
         xml_path = Path(scratch) / "junit.xml"
         targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
         cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={test_path.parent}", "-p", "no:cacheprovider",
-               *plugin, "-q", "-rfE", f"--junit-xml={xml_path}"]
+               *plugin, "-q", "-rfEs", f"--junit-xml={xml_path}"]  # the log says why each case failed or skipped
         with log.open("a" if case_log is not None else "w") as out:
             try:
                 returncode: int | None = subprocess.run(cmd, cwd=test_path.parent, env=env, stdout=out,

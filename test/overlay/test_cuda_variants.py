@@ -12,7 +12,6 @@ differential corpus run.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 from collections import defaultdict
@@ -64,26 +63,22 @@ DEVICE_SUFFIX = {"TestGenericCPU": "cpu", "TestGenericCUDA": "cuda"}
 
 
 class TestCudaVariants(TestCase):
-    def run_suite(self, env: dict[str, str] | None = None) -> tuple[dict[str, dict[str, str]], str]:
+    def run_suite(self, extra_env: dict[str, str] | None = None) -> tuple[dict[str, dict[str, str]], str]:
         """Each class's cases (name with the device suffix replaced by `DEV`) and their
-        outcomes, and pytest's output (with the skip reasons)."""
+        outcomes, and the run's log (with the skip reasons); run as `verify` runs a file."""
         with tempfile.TemporaryDirectory() as tmp:
             suite = Path(tmp) / "test_generic.py"
             suite.write_text(SUITE)
-            (Path(tmp) / "cache").mkdir()
-            xml = Path(tmp) / "report.xml"
-            proc = subprocess.run(
-                [sys.executable, "-m", "pytest", str(suite), "-p", "no:cacheprovider", "-q", "-rs",
-                 f"--junit-xml={xml}"],
-                cwd=tmp, env=env or testrun.test_env([], Path(tmp) / "cache"), capture_output=True, text=True)
-            report = testrun.read_report(xml)
-        self.assertIsNotNone(report, proc.stdout + proc.stderr)
+            log = Path(tmp) / "log"
+            _, report = testrun.run_pytest(suite, [], log, extra_env=extra_env)
+            output = log.read_text()
+        self.assertIsNotNone(report, output)
         assert report is not None
         by_class: dict[str, dict[str, str]] = defaultdict(dict)
         for case, outcome in report.cases.items():
             cls, name = case.split("::")
             by_class[cls][name.replace(f"_{DEVICE_SUFFIX.get(cls, 'x')}", "_DEV")] = outcome
-        return by_class, proc.stdout
+        return by_class, output
 
     def test_cuda_variants_run_or_are_skipped_with_the_reason(self) -> None:
         by_class, output = self.run_suite()
@@ -106,10 +101,7 @@ class TestCudaVariants(TestCase):
         # What the hook is for: torch itself makes no CUDA class where CUDA is absent.
         if torch.cuda.is_available():
             self.skipTest("CUDA is available: torch makes the CUDA class itself")
-        with tempfile.TemporaryDirectory() as tmp:
-            env = testrun.test_env([], Path(tmp))
-        del env["TORCH_TEST_DEVICES"]
-        by_class, _ = self.run_suite(env)
+        by_class, _ = self.run_suite({"TORCH_TEST_DEVICES": ""})  # torch loads no device base
         self.assertNotIn("TestGenericCUDA", by_class)
         self.assertIn("TestGenericCPU", by_class)
 
