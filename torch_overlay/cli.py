@@ -16,7 +16,9 @@ from .bench import CHART_FILE, DEFAULT_PARTS, PART_NAMES, RESULTS_FILE, BenchOpt
 from .errors import TOOL_BROKE, OverlayError
 from .pin import Pin, load_pin
 from .project import CACHE_ENV, Project
+from .regressions import TIMEOUTS
 from .series import overlay_version, read_series
+from .testrun import DEFAULT_TIMEOUT
 from .wheel import build_wheel
 
 
@@ -71,14 +73,14 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     if args.against:
         from .drift import run_drift
 
-        return run_drift(project, pin, args.against, args.patch, keep=args.keep, timeout=args.timeout,
-                         as_json=args.json, write_record=args.record)
+        return run_drift(project, pin, args.against, args.patch, keep=args.keep,
+                         timeout=args.timeout or DEFAULT_TIMEOUT, as_json=args.json, write_record=args.record)
     from . import prove
 
     base = load_base(project, pin)
     tree.materialise(project, base)
     patches = prove.select(read_series(project.patches_dir), args.patch)
-    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=args.timeout)
+    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=args.timeout or DEFAULT_TIMEOUT)
     print(json.dumps(prove.to_json(proofs, base), indent=2) if args.json else prove.render(proofs, pin.version))
     return 0 if all(p.ok for p in proofs) else 1
 
@@ -106,7 +108,12 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
     if failed:
         log.error(f"{len(failed)} case(s) pass on stock {pin.version} and fail on the overlay: "
                   + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
-    return 1 if failed else 0
+    incomplete = regressions.timed_out(data)
+    if incomplete:
+        log.error("the gate did not see every case: "
+                  + ", ".join(f"{part} ({side})" for part, side in incomplete) + " timed out; "
+                  "run it again with a larger --timeout")
+    return 1 if failed or incomplete else 0
 
 
 def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
@@ -186,7 +193,9 @@ def parser() -> argparse.ArgumentParser:
                    help="write the results to benchmarks/ "
                         "(drift.json with --against, regressions.json with --regressions)")
     v.add_argument("--keep", action="store_true", help="keep stock trees (and an --against release) for the next run")
-    v.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
+    v.add_argument("--timeout", type=float,
+                   help=f"seconds per test file (default: {DEFAULT_TIMEOUT:.0f}; with --regressions, per side of "
+                        f"a part: {TIMEOUTS['fast']:.0f} fast tier, {TIMEOUTS['full']:.0f} full tier)")
     v.set_defaults(run=cmd_verify)
     st = sub.add_parser("stage", help="prepare the patches still needed upstream: mboxes, PR bodies, a branch")
     st.add_argument("--onto", required=True, metavar="TARGET", help="upstream checkout directory or release version")

@@ -40,6 +40,9 @@ from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, run_cases
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
 TIERS = ("fast", "full")
+# Seconds one side of one part may take, by tier (`--timeout` overrides): a full-tier side was
+# measured at up to an hour on 2 cores, with the other side running beside it.
+TIMEOUTS = {"fast": 1800.0, "full": 10800.0}
 SIDES = ("stock", "overlay")
 RERUNS = 2
 
@@ -192,6 +195,9 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
         if not run.outcomes:
             ended = "timed out" if run.returncode is None else f"exited {run.returncode}"
             raise OverlayError(f"{name} reported no test case on {side} ({ended}); see {run.log}")
+        if run.returncode is None:
+            log.error(f"{name}: {side} timed out after {timeout:.0f} s; the cases it did not reach are "
+                      f"missing; see {run.log}")
     cases = merge(runs["stock"], runs["overlay"])
     disagreeing = [n for n, c in cases.items() if c.stock != c.overlay and MISSING not in c.stock + c.overlay]
     for attempt in range(1, RERUNS + 1 if disagreeing else 1):
@@ -206,14 +212,16 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     return result
 
 
-def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, timeout: float = 3600.0,
+def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, timeout: float | None = None,
              jobs: int = 2, keep: bool = False, on_part: Callable[[PartResult], None] | None = None,
              ) -> list[PartResult]:
     """The given corpus parts (`select_parts`) on both sides; the overlay tree must already hold the
-    whole series. `on_part` sees each part's result as soon as it is known (to record it before a
-    later part can fail)."""
+    whole series. `timeout` bounds each side of each part (default: the tier's, `TIMEOUTS`).
+    `on_part` sees each part's result as soon as it is known (to record it before a later part
+    can fail)."""
     if tier not in TIERS:
         raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
+    timeout = timeout or TIMEOUTS[tier]
     work = work_dir(project)
     with build_lock(work):
         stock_tree = work / f"stock-{base.version}"
@@ -252,11 +260,19 @@ def to_json(results: list[PartResult], base: Base, series: str, tier: str) -> di
 
 
 def with_totals(data: dict[str, Any]) -> dict[str, Any]:
+    """`ok`: no case regressed and every side ran to its end (a cut-short run proves nothing of
+    the cases it did not reach)."""
     total = Counter[str]()
     for part in data["parts"]:
         total.update(part["counts"])
-    ok = not total.get(REGRESSED)
+    ok = not total.get(REGRESSED) and not timed_out(data)
     return dict(data, ok=ok, totals={v: total.get(v, 0) for v in VERDICTS})
+
+
+def timed_out(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(part, side) for each side of a recorded part stopped at the timeout: the cases it did not
+    reach are missing from the record."""
+    return [(p["part"], side) for p in record["parts"] for side in SIDES if p["runs"][side]["returncode"] is None]
 
 
 def merge_records(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
@@ -288,6 +304,10 @@ def render(record: dict[str, Any]) -> str:
     for part, case in notable:
         lines.append(f"- {case['verdict']}: `{part}::{case['case']}` "
                      f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
+    runs = {p["part"]: p["runs"] for p in record["parts"]}
+    for part, side in timed_out(record):
+        lines.append(f"- timed out: `{part}` on {side} after {runs[part][side]['seconds']:.0f} s "
+                     "(the cases it did not reach are not in this table)")
     for p in record["parts"]:
         if p["series"] != record["series"]:
             lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")

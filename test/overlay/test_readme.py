@@ -97,7 +97,7 @@ class TestPatchTable(expecttest.TestCase):
         counts = {v: 0 for v in VERDICTS}
         series, date = "2.9.1+ovl1.gabc", "2026-11-24T00:00:00+00:00"
         part = {"part": "differential/test_a", "seconds": 2.5, "counts": dict(counts, **{"agree-pass": 3}),
-                "cases": [], "runs": {"stock": {"seconds": 1.0}, "overlay": {"seconds": 1.0}},
+                "cases": [], "runs": {side: {"returncode": 0, "seconds": 1.0} for side in ("stock", "overlay")},
                 "series": series, "date": date}
         record = {"tier": "full", "series": series, "python": "3.11.7", "date": date,
                   "ok": True, "totals": part["counts"], "parts": [part]}

@@ -18,7 +18,7 @@ from pathlib import Path
 from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
-from torch_overlay import regressions  # noqa: E402
+from torch_overlay import readme, regressions  # noqa: E402
 from torch_overlay.regressions import (  # noqa: E402
     AGREE_FAIL,
     AGREE_PASS,
@@ -107,6 +107,23 @@ class TestCrash(unittest.TestCase):
 
     def test_c_after(self):  # wrong on the base, fixed by the series
         self.assertEqual(torch.arith.double(2), 4)
+"""
+
+# A case that never ends on either side (as a hung compile would): the timeout stops the run there.
+HANGING_CORPUS = """
+import threading
+import unittest
+
+
+class TestHang(unittest.TestCase):
+    def test_a_before(self):
+        pass
+
+    def test_b_hangs(self):
+        threading.Event().wait()
+
+    def test_c_never_reached(self):
+        pass
 """
 
 
@@ -256,6 +273,34 @@ class TestSyntheticGate(unittest.TestCase):
                           "stock": [CASE_CRASHED], "overlay": [CASE_CRASHED]})
         self.assertEqual(cases["TestCrash::test_c_after"]["verdict"], FIXED)
         self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_a_before
+
+    def test_a_side_that_times_out_fails_the_gate_and_is_named(self) -> None:
+        # Cases a side did not reach are missing from both sides' outcomes: without this, a gate
+        # cut short on both sides would report fewer cases and pass.
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            (p.root / "test" / "differential" / "test_hang.py").write_text(HANGING_CORPUS)
+            result = p.tool("verify", "--regressions", "--json", "--part", "test_hang", "--timeout", "20",
+                            check=False)
+        self.assertEqual(result.returncode, 1, result.stderr)
+        for side in ("stock", "overlay"):
+            self.assertRegex(result.stderr, rf"differential/test_hang: {side} timed out after 20 s; "
+                                            r"the cases it did not reach are missing; see .*test_hang-" + side)
+        self.assertIn("error: the gate did not see every case: differential/test_hang (stock), "
+                      "differential/test_hang (overlay) timed out; run it again with a larger --timeout",
+                      result.stderr)
+        data = json.loads(result.stdout)
+        (part,) = data["parts"]
+        self.assertEqual({side: run["returncode"] for side, run in part["runs"].items()},
+                         {"stock": None, "overlay": None})
+        self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_a_before; the other two never ended
+        self.assertEqual(sum(part["counts"].values()), 1)
+        self.assertEqual(data["totals"][REGRESSED], 0)
+        self.assertFalse(data["ok"])  # nothing regressed in what ran, but not everything ran
+        self.assertRegex(readme.render_gate(data), r": INCOMPLETE \(a side timed out\)\.")
+        self.assertRegex(regressions.render(data),
+                         r"- timed out: `differential/test_hang` on stock after 2\d s \(the cases it did not "
+                         r"reach are not in this table\)")
 
     def test_an_unknown_part_is_named_before_anything_runs(self) -> None:
         result = self.p.tool("verify", "--regressions", "--part", "test_nothing", check=False)
