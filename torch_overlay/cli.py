@@ -203,7 +203,8 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
     st.add_argument("--branch", default="overlay-stack", help="branch to create in a checkout (default: overlay-stack)")
     st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
-    st.add_argument("--timeout", type=float, default=1800.0, help="seconds per test file (default: 1800)")
+    st.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                    help=f"seconds per test file (default: {DEFAULT_TIMEOUT:.0f})")
     st.set_defaults(run=cmd_stage)
     r = sub.add_parser("readme", help="rewrite the tables in README.md and benchmarks/README.md from the series "
                                       "and the records in benchmarks/")

@@ -20,7 +20,7 @@ from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
 from .series import Patch
-from .testrun import PASS, RunResult, run_test_file
+from .testrun import DEFAULT_TIMEOUT, PASS, RunResult, run_test_file
 from .verdicts import Proof, render_table
 
 
@@ -95,7 +95,7 @@ def run_side(root: Path, pythonpath: list[Path], patch: Patch, side: str, files:
 
 
 def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = False,
-          timeout: float = 1800.0) -> list[PatchProof]:
+          timeout: float = DEFAULT_TIMEOUT) -> list[PatchProof]:
     """Run the matrix for `patches`; the overlay tree must already hold the whole series."""
     work = verify_dir(project)
     with build_lock(work):

@@ -35,14 +35,14 @@ from .base import Base
 from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
-from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, run_cases
+from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, DEFAULT_TIMEOUT, run_cases
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
 TIERS = ("fast", "full")
 # Seconds one side of one part may take, by tier (`--timeout` overrides): a full-tier side was
 # measured at up to an hour on 2 cores, with the other side running beside it.
-TIMEOUTS = {"fast": 1800.0, "full": 10800.0}
+TIMEOUTS = {"fast": DEFAULT_TIMEOUT, "full": 10800.0}
 SIDES = ("stock", "overlay")
 RERUNS = 2
 
