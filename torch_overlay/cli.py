@@ -11,12 +11,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from . import base as base_mod
-from . import log, readme, status, tree
+from . import log, readme, regressions, status, tree
 from .bench import CHART_FILE, DEFAULT_PARTS, PART_NAMES, RESULTS_FILE, BenchOptions, run_bench, select_parts
 from .errors import TOOL_BROKE, OverlayError
 from .pin import Pin, load_pin
 from .project import CACHE_ENV, Project
-from .regressions import TIMEOUTS
 from .series import overlay_version, read_series
 from .testrun import DEFAULT_TIMEOUT
 from .wheel import build_wheel
@@ -69,25 +68,24 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     if args.part and not args.regressions:
         raise OverlayError("--part names corpus parts of --regressions; use -p PATCH_ID to choose patches")
     if args.regressions:
-        return verify_regressions(project, pin, args)
+        return verify_regressions(project, pin, args)  # its default timeout depends on the tier
+    timeout = args.timeout or DEFAULT_TIMEOUT
     if args.against:
         from .drift import run_drift
 
-        return run_drift(project, pin, args.against, args.patch, keep=args.keep,
-                         timeout=args.timeout or DEFAULT_TIMEOUT, as_json=args.json, write_record=args.record)
+        return run_drift(project, pin, args.against, args.patch, keep=args.keep, timeout=timeout,
+                         as_json=args.json, write_record=args.record)
     from . import prove
 
     base = load_base(project, pin)
     tree.materialise(project, base)
     patches = prove.select(read_series(project.patches_dir), args.patch)
-    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=args.timeout or DEFAULT_TIMEOUT)
+    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=timeout)
     print(json.dumps(prove.to_json(proofs, base), indent=2) if args.json else prove.render(proofs, pin.version))
     return 0 if all(p.ok for p in proofs) else 1
 
 
 def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    from . import regressions
-
     parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
@@ -193,9 +191,10 @@ def parser() -> argparse.ArgumentParser:
                    help="write the results to benchmarks/ "
                         "(drift.json with --against, regressions.json with --regressions)")
     v.add_argument("--keep", action="store_true", help="keep stock trees (and an --against release) for the next run")
+    tier_timeouts = ", ".join(f"{seconds:.0f} {tier} tier" for tier, seconds in regressions.TIMEOUTS.items())
     v.add_argument("--timeout", type=float,
                    help=f"seconds per test file (default: {DEFAULT_TIMEOUT:.0f}; with --regressions, per side of "
-                        f"a part: {TIMEOUTS['fast']:.0f} fast tier, {TIMEOUTS['full']:.0f} full tier)")
+                        f"a part: {tier_timeouts})")
     v.set_defaults(run=cmd_verify)
     st = sub.add_parser("stage", help="prepare the patches still needed upstream: mboxes, PR bodies, a branch")
     st.add_argument("--onto", required=True, metavar="TARGET", help="upstream checkout directory or release version")
