@@ -150,7 +150,7 @@ class TestDefinitions(unittest.TestCase):
         self.assertEqual(tuple(PARTS), bench.PART_NAMES)
 
     def test_subprocess_programs_are_files(self) -> None:
-        for name in ("compiled_step", "training_loop", "import_torch"):
+        for name in ("compiled_step", "training_loop", "import_torch", "kernel_metrics"):
             self.assertTrue((PROGRAMS_DIR / f"{name}.py").is_file(), name)
 
     def test_repeat_below_one_is_refused(self) -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..errors import OverlayError
 
-PART_NAMES = ("tree", "wheel", "recompile", "training", "floats", "openreg", "suite")
-# The suite and the float catalog take many minutes each.
+PART_NAMES = ("tree", "wheel", "recompile", "training", "floats", "kernels", "openreg", "suite")
+# The suite, the float catalog and the kernel counts take many minutes each.
 DEFAULT_PARTS = ("tree", "wheel", "recompile", "training", "openreg")
 
 

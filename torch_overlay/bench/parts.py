@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import floats, openreg, recompile, suite, training, tree, wheel
+from . import floats, kernels, openreg, recompile, suite, training, tree, wheel
 from .options import BenchOptions
 from .stats import Json
 from .table import Panel, Row
@@ -30,6 +30,7 @@ PARTS: dict[str, Part] = {
     "recompile": Part(recompile.measure, recompile.rows, recompile.repetitions, recompile.panels),
     "training": Part(training.measure, training.rows, training.repetitions),
     "floats": Part(floats.measure, floats.rows, floats.repetitions),
+    "kernels": Part(kernels.measure, kernels.rows, kernels.repetitions),
     "openreg": Part(openreg.measure, openreg.rows, openreg.repetitions),
     "suite": Part(suite.measure, suite.rows, suite.repetitions),
 }

@@ -1,0 +1,53 @@
+"""Part `kernels`: what inductor emits (programs/kernel_metrics.py: in-place programs without an
+aliasing hazard and compiled `optim_db` optimizer steps) on stock and the overlay. The mutation
+and aliasing fixes refuse unsafe in-place rewrites; this part checks they cost no kernel and no
+byte where the rewrite was safe."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+from .options import BenchOptions
+from .runner import program, run_under
+from .stats import Json, log
+from .table import Row, row
+from .targets import KERNELS_NOT_MORE
+from .workspace import Workspace
+
+
+def measure(ws: Workspace, options: BenchOptions) -> Json:
+    """Both sides at once: this part counts, it does not time."""
+    trees = ws.both_trees()
+    log("kernels: in-place programs and compiled optimizer steps on stock and overlay (minutes)")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {side: pool.submit(run_under, tree, [program("kernel_metrics")], f"kernel metrics on {side}")
+                   for side, tree in trees.items()}
+        sides = {side: future.result()["programs"] for side, future in futures.items()}
+    programs = {name: {side: {"kernels": sides[side][name][0], "bytes": sides[side][name][1]} for side in trees}
+                for name in sides["stock"]}
+    more = sorted(name for name, entry in programs.items()
+                  if any(entry["overlay"][key] > entry["stock"][key] for key in ("kernels", "bytes")))
+    part: Json = {"programs": programs, "more_on_overlay": more,
+                  "totals": {side: _totals(programs, side) for side in trees}}
+    part["targets"] = [KERNELS_NOT_MORE.check(len(more))]
+    return part
+
+
+def _totals(programs: Json, side: str) -> Json:
+    return {key: sum(entry[side][key] for entry in programs.values()) for key in ("kernels", "bytes")}
+
+
+def rows(part: Json) -> list[Row]:
+    optimizers = sum(1 for name in part["programs"] if "foreach=" in name)
+    stock, overlay = part["totals"]["stock"], part["totals"]["overlay"]
+    return [row(
+        f"Inductor output, {len(part['programs']) - optimizers} in-place programs without aliasing + "
+        f"{optimizers} compiled `optim_db` steps (`foreach` both ways): stock vs overlay",
+        f"{stock['kernels']} vs {overlay['kernels']} kernels; {stock['bytes'] / 1024:.1f} vs "
+        f"{overlay['bytes'] / 1024:.1f} KiB accessed; more on the overlay: {len(part['more_on_overlay'])} programs",
+        part["targets"], KERNELS_NOT_MORE,
+    )]
+
+
+def repetitions(part: Json) -> int:
+    return 1  # counts do not vary between runs

@@ -1,0 +1,148 @@
+"""What inductor emits for in-place programs with no aliasing hazard, under the torch that
+PYTHONPATH selects: generated kernels and bytes accessed (`torch._inductor.metrics`).
+
+The mutation and aliasing fixes make the reinplace pass refuse unsafe rewrites; they must not
+cost the copies the pass exists to avoid. Two families, none picked by hand:
+
+* in-place programs: every in-place op of the mutation gate's family, writing into a graph
+  input (the mutation is kept) or into a fresh intermediate (`x.clone()`, reinplaced), with a
+  source that aliases nothing;
+* compiled optimizer steps: every `optim_db` optimizer with its default configuration,
+  `foreach` both ways where supported, two compiled `opt.step()` calls (state init, then the
+  steady step).
+
+Caches are off so that every program is generated (a cache hit emits no kernel). Prints one
+JSON object: program name -> [generated kernels, bytes accessed].
+
+    python kernel_metrics.py            # every program
+    python kernel_metrics.py --list     # only the names
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterator
+from typing import cast
+
+import torch
+import torch._inductor.config as inductor_config
+from torch._inductor import metrics
+from torch.testing._internal.common_optimizers import OptimizerInfo, optim_db
+
+Program = Callable[[], None]
+
+N = 8
+
+
+def _operands() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(N, N, generator=generator)
+    src = torch.randn(N, N, generator=generator)
+    index = torch.randperm(N, generator=generator)[: N // 2]
+    mask = torch.rand(N, N, generator=generator) > 0.5
+    return x, src, index, mask
+
+
+# In-place op -> fn(target, src, index, mask), writing into `target` only.
+INPLACE: dict[str, Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], object]] = {
+    "index_put_": lambda t, s, i, m: t.index_put_((i,), s[: N // 2]),
+    "index_put_accumulate": lambda t, s, i, m: t.index_put_((i,), s[: N // 2], accumulate=True),
+    "index_add_": lambda t, s, i, m: t.index_add_(0, i, s[: N // 2]),
+    "index_copy_": lambda t, s, i, m: t.index_copy_(0, i, s[: N // 2]),
+    "index_fill_": lambda t, s, i, m: t.index_fill_(1, i, 2.0),
+    "scatter_": lambda t, s, i, m: t.scatter_(0, i.unsqueeze(1).expand(-1, N), s[: N // 2]),
+    "scatter_add_": lambda t, s, i, m: t.scatter_add_(0, i.unsqueeze(1).expand(-1, N), s[: N // 2]),
+    "masked_fill_": lambda t, s, i, m: t.masked_fill_(m, 3.0),
+    "copy_": lambda t, s, i, m: t.copy_(s),
+    "add_": lambda t, s, i, m: t.add_(s),
+    "mul_": lambda t, s, i, m: t.mul_(s),
+    "setitem_int": lambda t, s, i, m: t.__setitem__(1, s[0]),
+    "setitem_slice": lambda t, s, i, m: t.__setitem__(slice(1, 3), s[1:3]),
+    "setitem_tensor": lambda t, s, i, m: t.__setitem__(i, s[: N // 2]),
+    "setitem_bool": lambda t, s, i, m: t.__setitem__(m, 0.5),
+    "narrow_copy_": lambda t, s, i, m: t.narrow(1, 2, 3).copy_(s[:, :3]),
+    "select_add_": lambda t, s, i, m: t.select(0, 2).add_(s[0]),
+}
+
+
+def _inplace_program(op: str, target: str) -> Program:
+    fn = INPLACE[op]
+
+    def on_input(x: torch.Tensor, s: torch.Tensor, i: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        fn(x, s, i, m)
+        return x.sum(0)
+
+    def on_intermediate(x: torch.Tensor, s: torch.Tensor, i: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        z = x.clone()
+        fn(z, s, i, m)
+        return z
+
+    body = on_input if target == "input" else on_intermediate
+
+    def run() -> None:
+        torch.compile(body, backend="inductor", fullgraph=True)(*_operands())
+
+    return run
+
+
+def _optimizer_class(info: OptimizerInfo) -> Callable[..., torch.optim.Optimizer]:
+    # OptimizerInfo annotates optim_cls as an instance; it holds the class.
+    return cast(Callable[..., torch.optim.Optimizer], info.optim_cls)
+
+
+def _optimizer_program(info: OptimizerInfo, foreach: bool) -> Program:
+    def run() -> None:
+        generator = torch.Generator().manual_seed(0)
+        params = [torch.randn(N, N, generator=generator, requires_grad=True),
+                  torch.randn(N, generator=generator, requires_grad=True)]
+        for p in params:
+            p.grad = torch.randn(p.shape, generator=generator)
+        kwargs = dict(info.optim_inputs_func(device="cpu")[0].kwargs)
+        kwargs.pop("lr", None)
+        opt = _optimizer_class(info)(params, lr=0.01, foreach=foreach, **kwargs)
+        step = torch.compile(opt.step, backend="inductor")
+        step()
+        step()
+
+    return run
+
+
+def programs() -> Iterator[tuple[str, Program]]:
+    for op in INPLACE:
+        for target in ("input", "intermediate"):
+            yield f"{op} into {target}", _inplace_program(op, target)
+    for info in optim_db:
+        name = _optimizer_class(info).__name__
+        if name in ("LBFGS", "SparseAdam"):
+            continue  # LBFGS takes a closure, SparseAdam sparse gradients: no plain compiled step
+        for foreach in (False, True) if "foreach" in info.supported_impls else (False,):
+            yield f"{name} foreach={foreach}", _optimizer_program(info, foreach)
+
+
+def measure(program: Program) -> list[int]:
+    torch._dynamo.reset()
+    metrics.reset()
+    program()
+    return [metrics.generated_kernel_count, metrics.num_bytes_accessed]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--list", action="store_true", help="print the program names only")
+    args = p.parse_args()
+    inductor_config.fx_graph_cache = False
+    inductor_config.autotune_local_cache = False
+    torch._functorch.config.enable_autograd_cache = False
+    torch._dynamo.config.recompile_limit = 64
+    # Inductor counts bytes only while its metrics log is on (the log itself goes to stderr).
+    torch._logging.set_logs(inductor_metrics=True)
+    if args.list:
+        print(json.dumps([name for name, _ in programs()]))
+        return
+    result = {name: measure(program) for name, program in programs()}
+    print(json.dumps({"torch": torch.__version__, "torch_file": torch.__file__, "programs": result}))
+
+
+if __name__ == "__main__":
+    main()
