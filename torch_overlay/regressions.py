@@ -14,6 +14,10 @@ corpus; here only the two sides' per-case outcomes are compared:
   re-run `RERUNS` times on both sides); flaky on stock is reported, never counted against the
   overlay, and never hidden.
 
+A corpus case whose failure is a known upstream bug says so: its failure message starts with
+`[upstream #N]` (after the exception's type, as pytest reports it), and its record (agree-fail or
+fixed) carries `"upstream": "#N"`; the table counts a part's known agree-fail cases by issue.
+
 The tier picks the corpus size: `fast` (what `python test/run_test.py` runs) or `full`, which
 sets `PYTORCH_TEST_WITH_SLOW=1` so the corpus registers every op, sample and configuration.
 """
@@ -21,6 +25,7 @@ sets `PYTORCH_TEST_WITH_SLOW=1` so the corpus registers every op, sample and con
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -52,6 +57,8 @@ MISSING = "missing"  # the case was not reported on that side (its file crashed 
 AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED = "agree-pass", "agree-fail", "fixed", "regressed"
 FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED = "flaky-on-stock", "flaky-on-overlay", "skipped", "one-sided"
 VERDICTS = (AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED)
+# A failure message naming the upstream issue of a known bug, after pytest's `ExceptionType: `.
+UPSTREAM_TAG = re.compile(r"^(?:[\w.]+: )?\[upstream (#\d+)\]")
 
 
 def work_dir(project: Project) -> Path:
@@ -95,6 +102,13 @@ class SideRun:
     returncode: int | None  # None: timed out
     seconds: float
     log: str
+    upstream: dict[str, str] = field(default_factory=dict)  # failed case -> "#N" its message names
+
+
+def upstream_tags(messages: dict[str, str]) -> dict[str, str]:
+    """The failed cases whose message starts with `[upstream #N]`, and their "#N"."""
+    tags = {case: UPSTREAM_TAG.match(message) for case, message in messages.items()}
+    return {case: match.group(1) for case, match in tags.items() if match}
 
 
 def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
@@ -102,8 +116,8 @@ def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
     """Run `part` (or only `cases` of it) with torch taken from `tree`."""
     start = time.monotonic()
     slow = {"PYTORCH_TEST_WITH_SLOW": "1" if tier == "full" else "0"}  # torch's own switch for the full tier
-    returncode, outcomes = run_cases(part, [tree], log, timeout, cases, slow)
-    return SideRun(outcomes, returncode, round(time.monotonic() - start, 1), str(log))
+    returncode, outcomes, messages = run_cases(part, [tree], log, timeout, cases, slow)
+    return SideRun(outcomes, returncode, round(time.monotonic() - start, 1), str(log), upstream_tags(messages))
 
 
 @dataclass
@@ -111,13 +125,17 @@ class CaseResult:
     case: str
     stock: list[str] = field(default_factory=list)  # first run, then re-runs
     overlay: list[str] = field(default_factory=list)
+    upstream: str | None = None  # "#N": the upstream issue its failure message names
 
     @property
     def verdict(self) -> str:
         return classify(self.stock, self.overlay)
 
     def to_json(self) -> dict[str, Any]:
-        return {"case": self.case, "verdict": self.verdict, "stock": self.stock, "overlay": self.overlay}
+        data = {"case": self.case, "verdict": self.verdict, "stock": self.stock, "overlay": self.overlay}
+        if self.upstream and self.verdict in (AGREE_FAIL, FIXED):
+            data["upstream"] = self.upstream
+        return data
 
 
 def classify(stock_runs: list[str], overlay_runs: list[str]) -> str:
@@ -170,7 +188,8 @@ class PartResult:
 
 def merge(stock_run: SideRun, overlay_run: SideRun) -> dict[str, CaseResult]:
     names = sorted(set(stock_run.outcomes) | set(overlay_run.outcomes))
-    return {n: CaseResult(n, [stock_run.outcomes.get(n, MISSING)], [overlay_run.outcomes.get(n, MISSING)])
+    return {n: CaseResult(n, [stock_run.outcomes.get(n, MISSING)], [overlay_run.outcomes.get(n, MISSING)],
+                          stock_run.upstream.get(n) or overlay_run.upstream.get(n))
             for n in names}
 
 
@@ -302,8 +321,10 @@ def render(record: dict[str, Any]) -> str:
     notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]
                if c["verdict"] in (FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, ONE_SIDED)]
     for part, case in notable:
-        lines.append(f"- {case['verdict']}: `{part}::{case['case']}` "
+        issue = f" [upstream {case['upstream']}]" if case.get("upstream") else ""
+        lines.append(f"- {case['verdict']}: `{part}::{case['case']}`{issue} "
                      f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
+    lines += [line for p in record["parts"] if (line := _known_upstream(p))]
     runs = {p["part"]: p["runs"] for p in record["parts"]}
     for part, side in timed_out(record):
         lines.append(f"- timed out: `{part}` on {side} after {runs[part][side]['seconds']:.0f} s "
@@ -312,6 +333,16 @@ def render(record: dict[str, Any]) -> str:
         if p["series"] != record["series"]:
             lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")
     return "\n".join(lines)
+
+
+def _known_upstream(part: dict[str, Any]) -> str | None:
+    """A part's agree-fail cases that name their upstream issue, counted by issue (the record lists
+    each by name, with its issue)."""
+    issues = Counter(c["upstream"] for c in part["cases"] if c["verdict"] == AGREE_FAIL and c.get("upstream"))
+    if not issues:
+        return None
+    counted = ", ".join(f"{n} ({k} case{'s' if k != 1 else ''})" for n, k in sorted(issues.items()))
+    return f"- agree-fail, known upstream, `{part['part']}`: {counted}; each case is listed in `{RECORD_FILE}`"
 
 
 def _minutes(seconds: float | None) -> str:

@@ -92,6 +92,7 @@ class Report:
 
     cases: dict[str, str]  # `Class::test` -> CASE_PASSED/CASE_FAILED/CASE_SKIPPED
     counts: Counts
+    messages: dict[str, str] = field(default_factory=dict)  # failed case -> its failure's message
 
 
 def read_report(xml_path: Path) -> Report | None:
@@ -100,7 +101,7 @@ def read_report(xml_path: Path) -> Report | None:
         root = ET.parse(xml_path).getroot()
     except (OSError, ET.ParseError):
         return None
-    return Report(_case_outcomes(root), _totals(root))
+    return Report(_case_outcomes(root), _totals(root), _failure_messages(root))
 
 
 def read_counts(xml_path: Path) -> Counts | None:
@@ -120,6 +121,18 @@ def _case_outcomes(root: ET.Element) -> dict[str, str]:
         else:
             outcomes[key] = CASE_PASSED
     return outcomes
+
+
+def _failure_messages(root: ET.Element) -> dict[str, str]:
+    """The `message` pytest gives each failed case's failure or error (e.g. `AssertionError: ...`)."""
+    messages: dict[str, str] = {}
+    for case in root.iter("testcase"):
+        failure = case.find("failure")
+        failure = failure if failure is not None else case.find("error")
+        if failure is not None:
+            cls = case.get("classname", "").rsplit(".", 1)[-1]
+            messages[f"{cls}::{case.get('name')}"] = failure.get("message", "")
+    return messages
 
 
 def _totals(root: ET.Element) -> Counts:
@@ -248,12 +261,13 @@ def read_case_log(path: Path) -> CaseLog:
 
 def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
               cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
-              ) -> tuple[int | None, dict[str, str]]:
+              ) -> tuple[int | None, dict[str, str], dict[str, str]]:
     """Each case's outcome, like `run_pytest`, also when the process dies inside a case: that case
     is CASE_CRASHED and the cases it did not reach run in a new process, until none is left.
 
-    Returns the last exit status (None: timed out; `timeout` bounds all the runs together) and
-    the outcomes; a run that dies outside any case (collecting, exiting) ends the loop.
+    Returns the last exit status (None: timed out; `timeout` bounds all the runs together), the
+    outcomes and the failed cases' messages (only a run that wrote its report has them); a run
+    that dies outside any case (collecting, exiting) ends the loop.
     """
     deadline = time.monotonic() + timeout
     outcomes: dict[str, str] = {}
@@ -265,18 +279,18 @@ def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float
             returncode, report = run_pytest(test_path, pythonpath, log, max(deadline - time.monotonic(), 1.0),
                                             cases, extra_env, case_log)
             if report is not None:
-                return returncode, {**outcomes, **report.cases}
+                return returncode, {**outcomes, **report.cases}, report.messages
             progress = read_case_log(case_log)
             outcomes.update(progress.ended)
             if returncode is None or progress.running is None:
-                return returncode, outcomes
+                return returncode, outcomes, {}
             outcomes[progress.running] = CASE_CRASHED
             with log.open("a") as out:
                 out.write(f"\n[{progress.running} crashed the run (exit {returncode}); "
                           f"running the {len(progress.not_reached)} case(s) it did not reach]\n")
             cases = progress.not_reached
             if not cases:
-                return returncode, outcomes
+                return returncode, outcomes, {}
 
 
 def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,

@@ -127,6 +127,26 @@ class TestHang(unittest.TestCase):
 """
 
 
+# Failures that name their upstream issue (`[upstream #N]`, as the real corpus's known bugs do).
+UPSTREAM_CORPUS = """
+import unittest
+
+import torch.arith
+
+
+class TestKnown(unittest.TestCase):
+    def test_known_on_both(self):
+        raise AssertionError("[upstream #4242] wrong on both sides")
+
+    def test_known_and_fixed(self):  # wrong on the base, fixed by the series
+        if torch.arith.double(2) != 4:
+            raise AssertionError("[upstream #4343] double is off by one")
+
+    def test_unknown_on_both(self):
+        self.fail("no issue named")
+"""
+
+
 def case(verdict_cases: list[dict[str, object]], name: str) -> dict[str, object]:
     return next(c for c in verdict_cases if c["case"] == f"TestArith::{name}")
 
@@ -167,6 +187,24 @@ class TestClassify(unittest.TestCase):
                 "</testsuite></testsuites>")
             self.assertEqual(read_report(xml).cases, {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
                                                       "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
+
+
+    def test_failure_messages_and_their_upstream_issue(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            xml = Path(tmp) / "r.xml"
+            xml.write_text(
+                '<testsuites><testsuite name="pytest">'
+                '<testcase classname="test_x.TestXCPU" name="test_a_cpu"/>'
+                '<testcase classname="test_x.TestXCPU" name="test_b_cpu">'
+                '<failure message="AssertionError: [upstream #123] out0 differs"/></testcase>'
+                '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="[upstream #7] x"/></testcase>'
+                '<testcase classname="test_x.TestXCPU" name="test_d_cpu">'
+                '<failure message="AssertionError: see [upstream #9]"/></testcase>'
+                "</testsuite></testsuites>")
+            messages = read_report(xml).messages
+        self.assertEqual(set(messages), {"TestXCPU::test_b_cpu", "TestXCPU::test_c_cpu", "TestXCPU::test_d_cpu"})
+        # only a message that starts with the tag (after the exception's type) names an issue
+        self.assertEqual(regressions.upstream_tags(messages), {"TestXCPU::test_b_cpu": "#123", "TestXCPU::test_c_cpu": "#7"})
 
 
 class TestSyntheticGate(unittest.TestCase):
@@ -273,6 +311,25 @@ class TestSyntheticGate(unittest.TestCase):
                           "stock": [CASE_CRASHED], "overlay": [CASE_CRASHED]})
         self.assertEqual(cases["TestCrash::test_c_after"]["verdict"], FIXED)
         self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_a_before
+
+    def test_a_known_upstream_failure_is_recorded_with_its_issue(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            (p.root / "test" / "differential" / "test_known.py").write_text(UPSTREAM_CORPUS)
+            result = p.tool("verify", "--regressions", "--json", "--part", "test_known", check=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        data = json.loads(result.stdout)
+        cases = {c["case"]: c for c in data["parts"][0]["cases"]}
+        self.assertEqual(cases["TestKnown::test_known_on_both"]["verdict"], AGREE_FAIL)
+        self.assertEqual(cases["TestKnown::test_known_on_both"]["upstream"], "#4242")
+        self.assertEqual(cases["TestKnown::test_known_and_fixed"]["verdict"], FIXED)
+        self.assertEqual(cases["TestKnown::test_known_and_fixed"]["upstream"], "#4343")
+        self.assertNotIn("upstream", cases["TestKnown::test_unknown_on_both"])
+        table = regressions.render(data)
+        self.assertIn("- fixed: `differential/test_known::TestKnown::test_known_and_fixed` [upstream #4343] "
+                      "(stock failed/failed/failed, overlay passed/passed/passed)", table)
+        self.assertIn("- agree-fail, known upstream, `differential/test_known`: #4242 (1 case); "
+                      "each case is listed in `benchmarks/regressions.json`", table)
 
     def test_a_side_that_times_out_fails_the_gate_and_is_named(self) -> None:
         # Cases a side did not reach are missing from both sides' outcomes: without this, a gate
