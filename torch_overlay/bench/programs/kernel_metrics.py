@@ -12,7 +12,8 @@ cost the copies the pass exists to avoid. Two families, none picked by hand:
   steady step).
 
 Caches are off so that every program is generated (a cache hit emits no kernel). Prints one
-JSON object: program name -> [generated kernels, bytes accessed].
+JSON object: program name -> [generated kernels, bytes accessed], or null where the program
+does not compile.
 
     python kernel_metrics.py            # every program
     python kernel_metrics.py --list     # only the names
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Iterator
 from typing import cast
 
@@ -120,10 +122,16 @@ def programs() -> Iterator[tuple[str, Program]]:
             yield f"{name} foreach={foreach}", _optimizer_program(info, foreach)
 
 
-def measure(program: Program) -> list[int]:
+def measure(program: Program) -> list[int] | None:
+    """[kernels, bytes], or None when the program does not compile (e.g. a compiled Adafactor
+    step with foreach=True on 2.9.1)."""
     torch._dynamo.reset()
     metrics.reset()
-    program()
+    try:
+        program()
+    except Exception as e:  # noqa: BLE001 - a failing program is recorded, the others still run
+        print(f"does not compile: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", file=sys.stderr)
+        return None
     return [metrics.generated_kernel_count, metrics.num_bytes_accessed]
 
 
