@@ -71,8 +71,8 @@ TRAINING_COMPILES = Target("training {run}: overlay compiles <= stock", "==", Tr
 
 FLOATS_STALE = Target("float catalog: programs stale on the overlay", "==", 0, "on the overlay")
 
-KERNELS_NOT_MORE = Target("kernels: programs with more kernels or bytes on the overlay", "==", 0,
-                          holds="none more than stock")
+KERNELS_NOT_MORE = Target("kernels: programs with more kernels (or bytes, in-place programs) on the overlay",
+                          "==", 0, holds="none more than stock")
 
 OPENREG_UNCHANGED = Target("unchanged rebuild (s)", "<=", 3, "s")
 
