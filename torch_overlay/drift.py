@@ -216,12 +216,22 @@ def _portable(entry: dict[str, Any]) -> dict[str, Any]:
     return entry
 
 
+def _merged(previous: dict[str, Any] | None, entry: dict[str, Any]) -> dict[str, Any]:
+    """A run of some patches against the same release wheel updates those patches and keeps the
+    others' earlier results (in patch order); a different wheel replaces the whole entry."""
+    if previous is None or previous.get("wheel") != entry.get("wheel"):
+        return entry
+    patches = {p["id"]: p for p in previous["patches"]} | {p["id"]: p for p in entry["patches"]}
+    return dict(entry, patches=[patches[i] for i in sorted(patches)])
+
+
 def record(project: Project, entry: dict[str, Any]) -> Path:
-    """Merge one release's measured results into `benchmarks/drift.json` (keyed by version)."""
+    """Merge one release's measured results into `benchmarks/drift.json` (keyed by version, then by
+    patch)."""
     path = project.root / DRIFT_RECORD_FILE
     path.parent.mkdir(exist_ok=True)
     data = json.loads(path.read_text()) if path.exists() else {}
-    data[entry["version"]] = entry
+    data[entry["version"]] = _merged(data.get(entry["version"]), entry)
     # In release order (2.10.0rc1, 2.10.0, 2.11.0), not as strings ("2.10.0" < "2.9.1").
     data = {version: _portable(data[version]) for version in sorted(data, key=upstream.version_key)}
     atomic.write_text(path, json.dumps(data, indent=1) + "\n")

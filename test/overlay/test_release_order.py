@@ -61,6 +61,21 @@ class TestReleaseOrder(unittest.TestCase):
             path = drift.record(project, drift_entry(version, Drift.STILL_NEEDED))
         self.assertEqual(list(json.loads(path.read_text())), RELEASE_ORDER)
 
+    def test_a_run_of_some_patches_updates_them_and_keeps_the_others(self) -> None:
+        project = Project.at(self.tmp, self.tmp / "cache")
+
+        def entry(wheel: str, **verdicts: str) -> dict[str, object]:
+            return {"version": "2.10.0", "wheel": {"sha256": wheel},
+                    "patches": [{"id": i, "verdict": v, "tests": [], "base_tests": []} for i, v in verdicts.items()]}
+
+        drift.record(project, entry("a", p0001=Drift.STILL_NEEDED, p0002=Drift.STILL_NEEDED))
+        path = drift.record(project, entry("a", p0002=Drift.ALREADY_UPSTREAM, p0003=Drift.STILL_NEEDED))
+        patches = json.loads(path.read_text())["2.10.0"]["patches"]
+        self.assertEqual([(p["id"], p["verdict"]) for p in patches],
+                         [("p0001", Drift.STILL_NEEDED), ("p0002", Drift.ALREADY_UPSTREAM), ("p0003", Drift.STILL_NEEDED)])
+        path = drift.record(project, entry("b", p0003=Drift.STILL_NEEDED))  # another wheel: a new entry
+        self.assertEqual([p["id"] for p in json.loads(path.read_text())["2.10.0"]["patches"]], ["p0003"])
+
 
 if __name__ == "__main__":
     unittest.main()
