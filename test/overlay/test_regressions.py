@@ -34,7 +34,7 @@ from torch_overlay.regressions import (  # noqa: E402
     SKIPPED_BOTH,
     classify,
 )
-from torch_overlay.testrun import CASE_CRASHED, read_report  # noqa: E402
+from torch_overlay.testrun import CASE_CRASHED, Report, read_report  # noqa: E402
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
 
@@ -175,33 +175,33 @@ class TestClassify(unittest.TestCase):
         self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, PASSED]), REGRESSED)
         self.assertEqual(classify([PASSED, PASSED, PASSED], [PASSED, SKIPPED, PASSED]), REGRESSED)
 
-    def test_junit_outcomes(self) -> None:
+    @staticmethod
+    def junit_report(testcases: str) -> Report:
+        """`read_report` of a pytest JUnit file holding these `<testcase>` elements."""
         with tempfile.TemporaryDirectory() as tmp:
             xml = Path(tmp) / "r.xml"
-            xml.write_text(
-                '<testsuites><testsuite name="pytest">'
-                '<testcase classname="test_x.TestXCPU" name="test_a_cpu"/>'
-                '<testcase classname="test_x.TestXCPU" name="test_b_cpu"><failure message="x"/></testcase>'
-                '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="x"/></testcase>'
-                '<testcase classname="test_x.TestXCPU" name="test_d_cpu"><skipped message="x"/></testcase>'
-                "</testsuite></testsuites>")
-            self.assertEqual(read_report(xml).cases, {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
-                                                      "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
+            xml.write_text(f'<testsuites><testsuite name="pytest">{testcases}</testsuite></testsuites>')
+            report = read_report(xml)
+        assert report is not None
+        return report
 
+    def test_junit_outcomes(self) -> None:
+        report = self.junit_report(
+            '<testcase classname="test_x.TestXCPU" name="test_a_cpu"/>'
+            '<testcase classname="test_x.TestXCPU" name="test_b_cpu"><failure message="x"/></testcase>'
+            '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="x"/></testcase>'
+            '<testcase classname="test_x.TestXCPU" name="test_d_cpu"><skipped message="x"/></testcase>')
+        self.assertEqual(report.cases, {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
+                                        "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
 
     def test_failure_messages_and_their_upstream_issue(self) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            xml = Path(tmp) / "r.xml"
-            xml.write_text(
-                '<testsuites><testsuite name="pytest">'
-                '<testcase classname="test_x.TestXCPU" name="test_a_cpu"/>'
-                '<testcase classname="test_x.TestXCPU" name="test_b_cpu">'
-                '<failure message="AssertionError: [upstream #123] out0 differs"/></testcase>'
-                '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="[upstream #7] x"/></testcase>'
-                '<testcase classname="test_x.TestXCPU" name="test_d_cpu">'
-                '<failure message="AssertionError: see [upstream #9]"/></testcase>'
-                "</testsuite></testsuites>")
-            messages = read_report(xml).messages
+        messages = self.junit_report(
+            '<testcase classname="test_x.TestXCPU" name="test_a_cpu"/>'
+            '<testcase classname="test_x.TestXCPU" name="test_b_cpu">'
+            '<failure message="AssertionError: [upstream #123] out0 differs"/></testcase>'
+            '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="[upstream #7] x"/></testcase>'
+            '<testcase classname="test_x.TestXCPU" name="test_d_cpu">'
+            '<failure message="AssertionError: see [upstream #9]"/></testcase>').messages
         self.assertEqual(set(messages), {"TestXCPU::test_b_cpu", "TestXCPU::test_c_cpu", "TestXCPU::test_d_cpu"})
         # only a message that starts with the tag (after the exception's type) names an issue
         self.assertEqual(regressions.upstream_tags(messages), {"TestXCPU::test_b_cpu": "#123", "TestXCPU::test_c_cpu": "#7"})
