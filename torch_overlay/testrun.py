@@ -109,11 +109,16 @@ def read_counts(xml_path: Path) -> Counts | None:
     return None if report is None else report.counts
 
 
+def _case_name(case: ET.Element) -> str:
+    """`Class::test`, the name a JUnit `<testcase>` has in every report and record."""
+    cls = case.get("classname", "").rsplit(".", 1)[-1]
+    return f"{cls}::{case.get('name')}"
+
+
 def _case_outcomes(root: ET.Element) -> dict[str, str]:
     outcomes: dict[str, str] = {}
     for case in root.iter("testcase"):
-        cls = case.get("classname", "").rsplit(".", 1)[-1]
-        key = f"{cls}::{case.get('name')}"
+        key = _case_name(case)
         if case.find("failure") is not None or case.find("error") is not None:
             outcomes[key] = CASE_FAILED
         elif case.find("skipped") is not None:
@@ -130,8 +135,7 @@ def _failure_messages(root: ET.Element) -> dict[str, str]:
         failure = case.find("failure")
         failure = failure if failure is not None else case.find("error")
         if failure is not None:
-            cls = case.get("classname", "").rsplit(".", 1)[-1]
-            messages[f"{cls}::{case.get('name')}"] = failure.get("message", "")
+            messages[_case_name(case)] = failure.get("message", "")
     return messages
 
 
