@@ -306,7 +306,9 @@ def merge_records(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[
 
 def render(record: dict[str, Any]) -> str:
     """One table: a row per corpus part, a column per verdict, each side's first run in seconds and
-    the part's wall time (both sides and the re-runs); then every non-agreeing case."""
+    the part's wall time (both sides and the re-runs); then every regressed, flaky or one-sided case
+    by name. Fixed and agree-fail cases (hundreds in the full tier) are counted in the table and,
+    where they name one, by upstream issue; the record lists each by name."""
     shown = [v for v in VERDICTS if any(p["counts"][v] for p in record["parts"])] or [AGREE_PASS]
     header = ["part", *shown, "stock s", "overlay s", "wall min"]
     # A part recorded before parts measured their wall time has none: "-", and no total.
@@ -319,12 +321,13 @@ def render(record: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]
-               if c["verdict"] in (FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, ONE_SIDED)]
+               if c["verdict"] in (REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, ONE_SIDED)]
     for part, case in notable:
         issue = f" [upstream {case['upstream']}]" if case.get("upstream") else ""
         lines.append(f"- {case['verdict']}: `{part}::{case['case']}`{issue} "
                      f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
-    lines += [line for p in record["parts"] if (line := _known_upstream(p))]
+    lines += [line for verdict in (FIXED, AGREE_FAIL) for p in record["parts"]
+              if (line := _known_upstream(p, verdict))]
     runs = {p["part"]: p["runs"] for p in record["parts"]}
     for part, side in timed_out(record):
         lines.append(f"- timed out: `{part}` on {side} after {runs[part][side]['seconds']:.0f} s "
@@ -335,14 +338,14 @@ def render(record: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _known_upstream(part: dict[str, Any]) -> str | None:
-    """A part's agree-fail cases that name their upstream issue, counted by issue (the record lists
+def _known_upstream(part: dict[str, Any], verdict: str) -> str | None:
+    """A part's cases of `verdict` that name their upstream issue, counted by issue (the record lists
     each by name, with its issue)."""
-    issues = Counter(c["upstream"] for c in part["cases"] if c["verdict"] == AGREE_FAIL and c.get("upstream"))
+    issues = Counter(c["upstream"] for c in part["cases"] if c["verdict"] == verdict and c.get("upstream"))
     if not issues:
         return None
     counted = ", ".join(f"{n} ({k} case{'s' if k != 1 else ''})" for n, k in sorted(issues.items()))
-    return f"- agree-fail, known upstream, `{part['part']}`: {counted}; each case is listed in `{RECORD_FILE}`"
+    return f"- {verdict}, known upstream, `{part['part']}`: {counted}; each case is listed in `{RECORD_FILE}`"
 
 
 def _minutes(seconds: float | None) -> str:

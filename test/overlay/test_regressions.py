@@ -326,8 +326,10 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(cases["TestKnown::test_known_and_fixed"]["upstream"], "#4343")
         self.assertNotIn("upstream", cases["TestKnown::test_unknown_on_both"])
         table = regressions.render(data)
-        self.assertIn("- fixed: `differential/test_known::TestKnown::test_known_and_fixed` [upstream #4343] "
-                      "(stock failed/failed/failed, overlay passed/passed/passed)", table)
+        # Fixed cases are counted, not listed one by one: the full tier fixes hundreds.
+        self.assertNotIn("test_known_and_fixed", table)
+        self.assertIn("- fixed, known upstream, `differential/test_known`: #4343 (1 case); "
+                      "each case is listed in `benchmarks/regressions.json`", table)
         self.assertIn("- agree-fail, known upstream, `differential/test_known`: #4242 (1 case); "
                       "each case is listed in `benchmarks/regressions.json`", table)
 
