@@ -118,8 +118,7 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
 
 
 def merge_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    records = {path: regressions.read_shard_record(path) for path in args.merge}
-    data = regressions.merge_shards(records)
+    data = regressions.merge_shards([(path, regressions.read_shard_record(path)) for path in args.merge])
     if args.record:
         regressions.record(project, data)
     return report_gate(project, pin, data, args)

@@ -315,14 +315,14 @@ def plan_shard(project: Project, part: Path, trees: dict[str, Path], logs: Path,
         collected = sorted(set().union(*pool.map(collect, SIDES)))
     if not collected:
         raise OverlayError(f"{part_name(part)} collected no test case on either side; see {logs}")
-    times = load_case_times(project).get(part_name(part), {})
+    times = load_case_times(project).get(tier, {}).get(part_name(part), {})
     cases = shards.shard(collected, index, total, times)
     log.info(f"  {part_name(part)}: shard {index}/{total}: {len(cases)} of {len(collected)} case(s)")
     return Shard(index, total, collected, cases)
 
 
-def load_case_times(project: Project) -> dict[str, dict[str, float]]:
-    """Recorded case durations by part (none yet: every case costs the same)."""
+def load_case_times(project: Project) -> dict[str, dict[str, dict[str, float]]]:
+    """Recorded case durations by tier and part (none yet: every case costs the same)."""
     path = project.case_times_file
     return json.loads(path.read_text()) if path.exists() else {}
 
@@ -433,7 +433,9 @@ def record(project: Project, data: dict[str, Any]) -> Path:
     path = project.root / RECORD_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     times = load_case_times(project)
-    times.update({part["part"]: part["durations"] for part in data["parts"]})
+    tier = times.setdefault(data["tier"], {})
+    tier.update({part["part"]: part["durations"] for part in data["parts"]})
+    times[data["tier"]] = dict(sorted(tier.items()))
     atomic.write_text(project.case_times_file, json.dumps(dict(sorted(times.items())), indent=1) + "\n")
     parts = [{k: v for k, v in part.items() if k != "durations"} for part in data["parts"]]
     merged = merge_records(load_record(project.root), dict(data, parts=parts))
@@ -465,18 +467,18 @@ def read_shard_record(path: Path) -> dict[str, Any]:
     return data
 
 
-def merge_shards(records: dict[Path, dict[str, Any]]) -> dict[str, Any]:
-    """One record from shard records (by file): what one process running every shard's cases would
-    have recorded, plus the cases no shard reported (`missing`). Records of different runs, and a
-    shard given twice or not at all, are errors naming the files or the shard."""
-    first, *_ = records
+def merge_shards(records: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+    """One record from shard records (with their files): what one process running every shard's
+    cases would have recorded, plus the cases no shard reported (`missing`). Records of different
+    runs, and a shard given twice or not at all, are errors naming the files or the shard."""
+    (first, reference), *_ = records
     for key, what in RUN_KEYS.items():
-        for path, data in records.items():
-            if data[key] != records[first][key]:
+        for path, data in records:
+            if data[key] != reference[key]:
                 raise OverlayError(f"shard records of different {what} cannot merge: {first} has "
-                                   f"{records[first][key]}, {path} has {data[key]}")
+                                   f"{reference[key]}, {path} has {data[key]}")
     by_part: dict[str, dict[int, tuple[Path, dict[str, Any]]]] = {}
-    for path, data in records.items():
+    for path, data in records:
         for part in data["parts"]:
             shard = by_part.setdefault(part["part"], {})
             index = part["shard"]["index"]
@@ -485,8 +487,8 @@ def merge_shards(records: dict[Path, dict[str, Any]]) -> dict[str, Any]:
                                    f"{shard[index][0]} and {path}")
             shard[index] = (path, part)
     parts = [_merge_part(name, shard) for name, shard in sorted(by_part.items())]
-    date = max(data["date"] for data in records.values())
-    return with_totals(dict(records[first], date=date, parts=[dict(p, date=date) for p in parts]))
+    date = max(data["date"] for _, data in records)
+    return with_totals(dict(reference, date=date, parts=[dict(p, date=date) for p in parts]))
 
 
 def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, dict[str, Any]]]) -> dict[str, Any]:

@@ -405,6 +405,11 @@ class TestPartition(unittest.TestCase):
         self.assertEqual(shards.partition(["a", "b", "c", "d"], 2, {}), [["a", "c"], ["b", "d"]])
 
 
+def merged_durations(files: list[Path]) -> dict[str, float]:
+    """Every case's duration in the shard records `files`."""
+    return dict(sorted(kv for path in files for kv in json.loads(path.read_text())["parts"][0]["durations"].items()))
+
+
 class TestShardedGate(unittest.TestCase):
     """A part run as shards (`--part NAME --shard I N`) and merged (`--merge`): the same record as
     one process, and a merge that names what is wrong with its shards."""
@@ -479,7 +484,21 @@ class TestShardedGate(unittest.TestCase):
             times = json.loads((p.root / "benchmarks" / "regressions-times.json").read_text())
         self.assertEqual(recorded["totals"], self.whole["totals"])
         self.assertNotIn("durations", recorded["parts"][0])  # they live beside it, by part
-        self.assertEqual(sorted(times["differential/test_arith"]), sorted(self.whole["parts"][0]["durations"]))
+        durations = merged_durations(self.files)
+        self.assertEqual(times["fast"]["differential/test_arith"], durations)
+        self.assertEqual(sorted(durations), sorted(self.whole["parts"][0]["durations"]))
+
+    def test_recorded_durations_size_the_shards(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            collected = self.shard_records()[0]["parts"][0]["shard"]["collected"]
+            slow = {case: 1000.0 if case == "TestArith::test_add" else 1.0 for case in collected}
+            (p.root / "benchmarks").mkdir()
+            (p.root / "benchmarks" / "regressions-times.json").write_text(
+                json.dumps({"fast": {"differential/test_arith": slow}}))
+            result = run_gate(p, "--part", "test_arith", "--shard", "1", "2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout)["parts"][0]["shard"]["cases"], ["TestArith::test_add"])  # alone
 
     def test_a_dropped_or_duplicated_shard_is_named(self) -> None:
         dropped = self.merge(self.files[0], self.files[2])
@@ -487,10 +506,11 @@ class TestShardedGate(unittest.TestCase):
         self.assertEqual(dropped.stderr.strip(), "error: shard 2/3 of differential/test_arith is not given: "
                                                  "merge every shard's record")
         copy = self.edited(1, lambda data: None)
-        twice = self.merge(*self.files, copy)
-        self.assertEqual(twice.returncode, 2)
-        self.assertEqual(twice.stderr.strip(), f"error: shard 2/3 of differential/test_arith is given twice: "
-                                               f"{self.files[1]} and {copy}")
+        for again in (copy, self.files[1]):  # another file, or the same one named twice
+            twice = self.merge(*self.files, again)
+            self.assertEqual(twice.returncode, 2)
+            self.assertEqual(twice.stderr.strip(), f"error: shard 2/3 of differential/test_arith is given twice: "
+                                                   f"{self.files[1]} and {again}")
 
     def test_a_case_in_no_shard_is_missing_and_fails_the_gate(self) -> None:
         lost = "TestArith::test_add"
