@@ -428,8 +428,6 @@ def _minutes(seconds: float | None) -> str:
 def record(project: Project, data: dict[str, Any]) -> Path:
     """Merge a run into `benchmarks/regressions.json` (what the README table is rendered from) and
     its case durations into `Project.case_times_file` (what shards are sized by), atomically."""
-    if any("shard" in part for part in data["parts"]):
-        raise OverlayError("a shard's record is not the tier's: merge every shard's with --merge")
     path = project.root / RECORD_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     times = load_case_times(project)
@@ -498,6 +496,9 @@ def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, dict[str, Any]]
         raise OverlayError(f"the shards of {name} split it {' and '.join(map(str, sorted(totals)))} ways: "
                            "merge the shards of one run")
     (total,) = totals
+    beyond = sorted(index for index in shards_of_part if not 1 <= index <= total)
+    if beyond:
+        raise OverlayError(f"{shards_of_part[beyond[0]][0]}: shard {beyond[0]}/{total} of {name} does not exist")
     dropped = [index for index in range(1, total + 1) if index not in shards_of_part]
     if dropped:
         raise OverlayError(f"shard {', '.join(f'{i}/{total}' for i in dropped)} of {name} is not given: "
