@@ -56,15 +56,14 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from torch_overlay import testrun  # noqa: E402
+from torch_overlay import shards, testrun  # noqa: E402
+from torch_overlay.shards import estimates  # noqa: E402
 from torch_overlay.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
 
 DEFAULT_TEST_ROOT = REPO_ROOT / "test"
 TIMES_FILE = ".test-times.json"
 OPENREG_TESTS = Path("cpp_extensions/open_registration_extension/torch_openreg/tests")
 OPENREG_BUILD_DIR = REPO_ROOT / "build" / "openreg"
-# Used for files missing from the times file when the file itself has no entries to average.
-DEFAULT_DURATION = 30.0
 LOG_TAIL_LINES = 40
 DEFAULT_XML_DIR = "test-reports"
 # Tests too slow for every run (e.g. a fresh venv of another Python) skip unless this is "full".
@@ -244,26 +243,11 @@ def load_times(path: Path) -> dict[str, float]:
     return {str(name): float(seconds) for name, seconds in data.items()}
 
 
-def estimates(names: Sequence[str], times: dict[str, float]) -> dict[str, float]:
-    """Recorded duration per name; unknown names get the average, so a new file is not free."""
-    default = sum(times.values()) / len(times) if times else DEFAULT_DURATION
-    return {name: times.get(name, default) for name in names}
-
-
 def shard(suites: Sequence[Suite], which: int, total: int, times: dict[str, float]) -> list[Suite]:
-    """Greedy longest-first: each file goes to the least-loaded shard (ties: lowest index).
-
-    Sorting by (-duration, name) makes the assignment deterministic, so every CI job computes
-    the same partition independently.
-    """
-    cost = estimates([suite.name for suite in suites], times)
-    loads = [0.0] * total
-    assigned: list[list[Suite]] = [[] for _ in range(total)]
-    for suite in sorted(suites, key=lambda s: (-cost[s.name], s.name)):
-        target = min(range(total), key=lambda index: (loads[index], index))
-        loads[target] += cost[suite.name]
-        assigned[target].append(suite)
-    return sorted(assigned[which - 1], key=lambda s: s.name)
+    """The files of shard `which`: the tool's partition (`torch_overlay.shards`), which the
+    differential gate's shards share."""
+    by_name = {suite.name: suite for suite in suites}
+    return [by_name[name] for name in shards.shard(list(by_name), which, total, times)]
 
 
 def updated_times(old: dict[str, float], results: Sequence[Result]) -> dict[str, float]:

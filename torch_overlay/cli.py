@@ -9,6 +9,7 @@ import os
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from . import base as base_mod
 from . import log, readme, regressions, status, tree
@@ -67,6 +68,12 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
         raise OverlayError("--record needs --against VERSION or --regressions")
     if args.part and not args.regressions:
         raise OverlayError("--part names corpus parts of --regressions; use -p PATCH_ID to choose patches")
+    if (args.shard or args.merge) and not args.regressions:
+        raise OverlayError(f"{'--shard' if args.shard else '--merge'} is for the gate: add --regressions")
+    if args.merge:
+        if args.part or args.shard:
+            raise OverlayError("--merge combines recorded shards; it runs nothing, so takes no --part or --shard")
+        return merge_regressions(project, pin, args)
     if args.regressions:
         return verify_regressions(project, pin, args)  # its default timeout depends on the tier
     timeout = args.timeout or DEFAULT_TIMEOUT
@@ -86,6 +93,15 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 
 
 def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    if args.shard:
+        index, total = args.shard
+        if not 1 <= index <= total:
+            raise OverlayError(f"--shard {index} {total}: need 1 <= I <= N")
+        if not args.part or len(args.part) != 1:
+            raise OverlayError("--shard I N runs one shard of one corpus part: name it with --part NAME")
+        if args.record:
+            raise OverlayError("a shard's record is not the tier's: print it with --json and combine every "
+                               "shard's with --merge RECORD... --record")
     parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
@@ -96,13 +112,24 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
         regressions.record(project, regressions.to_json([result], base, series, args.tier))
 
     results = regressions.run_gate(project, base, args.tier, parts, timeout=args.timeout, jobs=args.jobs,
-                                   keep=args.keep, on_part=record_part if args.record else None)
-    data = regressions.to_json(results, base, series, args.tier)
-    written = project.root / regressions.RECORD_FILE if args.record else None
+                                   keep=args.keep, on_part=record_part if args.record else None,
+                                   shard=tuple(args.shard) if args.shard else None)
+    return report_gate(project, pin, regressions.to_json(results, base, series, args.tier), args)
+
+
+def merge_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    data = regressions.merge_shards([(path, regressions.read_shard_record(path)) for path in args.merge])
+    if args.record:
+        regressions.record(project, data)
+    return report_gate(project, pin, data, args)
+
+
+def report_gate(project: Project, pin: Pin, data: dict[str, Any], args: argparse.Namespace) -> int:
+    """Print a gate record (JSON or the table), name what fails it; the exit status."""
     print(json.dumps(data, indent=1) if args.json else regressions.render(data))
-    if written:
-        log.info(f"recorded in {written}")
-    failed = regressions.regressions(results)
+    if args.record:
+        log.info(f"recorded in {project.root / regressions.RECORD_FILE}")
+    failed = regressions.regressed_cases(data)
     if failed:
         log.error(f"{len(failed)} case(s) pass on stock {pin.version} and fail on the overlay: "
                   + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
@@ -111,7 +138,11 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
         log.error("the gate did not see every case: "
                   + ", ".join(f"{part} ({side})" for part, side in incomplete) + " timed out; "
                   "run it again with a larger --timeout")
-    return 1 if failed or incomplete else 0
+    missing = regressions.missing_cases(data)
+    if missing:
+        log.error(f"{len(missing)} case(s) reported by no shard: " + ", ".join(missing[:5])
+                  + (" ..." if len(missing) > 5 else ""))
+    return 1 if failed or incomplete or missing else 0
 
 
 def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
@@ -185,6 +216,12 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("--part", nargs="+", metavar="PART",
                    help="with --regressions: only these corpus parts (e.g. test_programs); "
                         "--record merges them into the recorded run of the same tier")
+    v.add_argument("--shard", nargs=2, type=int, metavar=("I", "N"),
+                   help="with --regressions and one --part: only shard I (1-based) of N of its cases, balanced by "
+                        "recorded case durations; --json prints the shard's record for --merge")
+    v.add_argument("--merge", nargs="+", type=Path, metavar="RECORD",
+                   help="with --regressions: combine the shard records of one run (every shard of each part, "
+                        "once) into the tier's record; --record writes it to benchmarks/")
     v.add_argument("-j", "--jobs", type=int, default=2,
                    help="with --regressions: run the two sides at once (default: 2)")
     v.add_argument("--record", action="store_true",

@@ -52,3 +52,8 @@ class Project:
     @property
     def tree_dir(self) -> Path:
         return self.build_dir / "tree"
+
+    @property
+    def case_times_file(self) -> Path:
+        """Each differential corpus case's recorded duration, by part: what gate shards are sized by."""
+        return self.root / "benchmarks" / "regressions-times.json"

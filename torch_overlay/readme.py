@@ -96,11 +96,12 @@ def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> st
     `corpus` names every part, so that parts the record lacks are named too."""
     if record is None:
         return "Not recorded yet: `python -m torch_overlay verify --regressions --tier full --record`."
-    from .regressions import REGRESSED, render, timed_out
+    from .regressions import REGRESSED, missing_cases, render, timed_out
 
     when = record["date"][:10]
     verdict = ("REGRESSIONS FOUND" if record["totals"][REGRESSED]
-               else "INCOMPLETE (a side timed out)" if timed_out(record) else "no regression")
+               else "INCOMPLETE (a side timed out)" if timed_out(record)
+               else "INCOMPLETE (cases missing)" if missing_cases(record) else "no regression")
     text = (f"{record['tier'].capitalize()} tier, series `{record['series']}`, Python {record['python']}, "
             f"{when}: {verdict}.\n\n{render(record)}")
     missing = [name for name in corpus if name not in {p["part"] for p in record["parts"]}]

@@ -20,6 +20,14 @@ fixed) carries `"upstream": "#N"`; the table counts a part's known agree-fail ca
 
 The tier picks the corpus size: `fast` (what `python test/run_test.py` runs) or `full`, which
 sets `PYTORCH_TEST_WITH_SLOW=1` so the corpus registers every op, sample and configuration.
+
+A part can run as one shard of N (`--shard I N`, for CI runners): its cases are collected on
+both sides and partitioned by their recorded durations (`Project.case_times_file`, from the
+JUnit reports of earlier runs) with `shards`, the partition `test/run_test.py --shard` uses. A
+shard's record names its shard, the part's collected cases and its own; `merge_shards` checks
+that the records are one run's shards, each exactly once, and combines them into the record a
+single process would have written. A collected case no shard reported on either side is
+*missing*: like a timed-out side, it fails the gate.
 """
 
 from __future__ import annotations
@@ -35,12 +43,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import atomic, log, stock
+from . import atomic, log, shards, stock
 from .base import Base
 from .errors import OverlayError
 from .lock import build_lock
 from .project import Project
-from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, DEFAULT_TIMEOUT, run_cases
+from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, DEFAULT_TIMEOUT, collect_cases, run_cases
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
@@ -103,6 +111,7 @@ class SideRun:
     seconds: float
     log: str
     upstream: dict[str, str] = field(default_factory=dict)  # failed case -> "#N" its message names
+    durations: dict[str, float] = field(default_factory=dict)  # case -> seconds, from the JUnit report
 
 
 def upstream_tags(messages: dict[str, str]) -> dict[str, str]:
@@ -115,9 +124,13 @@ def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
              cases: list[str] | None = None) -> SideRun:
     """Run `part` (or only `cases` of it) with torch taken from `tree`."""
     start = time.monotonic()
-    slow = {"PYTORCH_TEST_WITH_SLOW": "1" if tier == "full" else "0"}  # torch's own switch for the full tier
-    returncode, outcomes, messages = run_cases(part, [tree], log, timeout, cases, slow)
-    return SideRun(outcomes, returncode, round(time.monotonic() - start, 1), str(log), upstream_tags(messages))
+    run = run_cases(part, [tree], log, timeout, cases, tier_env(tier))
+    return SideRun(run.outcomes, run.returncode, round(time.monotonic() - start, 1), str(log),
+                   upstream_tags(run.messages), run.durations)
+
+
+def tier_env(tier: str) -> dict[str, str]:
+    return {"PYTORCH_TEST_WITH_SLOW": "1" if tier == "full" else "0"}  # torch's own switch for the full tier
 
 
 @dataclass
@@ -163,18 +176,34 @@ def classify(stock_runs: list[str], overlay_runs: list[str]) -> str:
     return AGREE_FAIL  # failed on one side, skipped on the other: nothing passes
 
 
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` (1-based) of `total` of a part: the cases both sides collected, and its own."""
+
+    index: int
+    total: int
+    collected: list[str]
+    cases: list[str]
+
+
 @dataclass
 class PartResult:
     name: str
     cases: dict[str, CaseResult]
     runs: dict[str, SideRun]
     seconds: float  # wall time of the part: both sides (at once with jobs > 1) and the re-runs
+    shard: Shard | None = None
 
     def counts(self) -> Counter[str]:
         return Counter(c.verdict for c in self.cases.values())
 
+    def durations(self) -> dict[str, float]:
+        """Each case's first-run seconds, the longer side's: the sides run at the same time."""
+        return {case: max(run.durations.get(case, 0.0) for run in self.runs.values())
+                for case in sorted(set().union(*(run.durations for run in self.runs.values())))}
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "part": self.name,
             "seconds": self.seconds,
             "counts": {v: self.counts().get(v, 0) for v in VERDICTS},
@@ -183,7 +212,13 @@ class PartResult:
             # agree-pass and skipped cases are the bulk (skipped: every CUDA variant on a machine
             # without CUDA): counted only; every other verdict is listed by name
             "cases": [c.to_json() for c in self.cases.values() if c.verdict not in (AGREE_PASS, SKIPPED_BOTH)],
+            "durations": self.durations(),  # moved to Project.case_times_file when recorded
         }
+        if self.shard is not None:
+            data["shard"] = {"index": self.shard.index, "total": self.shard.total,
+                             "collected": self.shard.collected, "cases": self.shard.cases,
+                             "missing": [c for c in self.shard.cases if c not in self.cases]}
+        return data
 
 
 def merge(stock_run: SideRun, overlay_run: SideRun) -> dict[str, CaseResult]:
@@ -205,11 +240,16 @@ def run_sides(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout
         return dict(zip(SIDES, pool.map(one, SIDES), strict=True))
 
 
-def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int) -> PartResult:
+def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int,
+               shard: Shard | None = None) -> PartResult:
+    """Both sides of `part` (of only `shard`'s cases, if given), then the re-runs."""
     name = part_name(part)
     start = time.monotonic()
+    if shard is not None and not shard.cases:
+        log.info(f"  {name}: shard {shard.index}/{shard.total} holds no case")
+        return PartResult(name, {}, {side: SideRun({}, 0, 0.0, "") for side in SIDES}, 0.0, shard)
     log.info(f"  {name}: stock and overlay ({tier} tier) ...")
-    runs = run_sides(part, trees, logs, tier, timeout, jobs)
+    runs = run_sides(part, trees, logs, tier, timeout, jobs, None if shard is None else shard.cases)
     for side, run in runs.items():
         if not run.outcomes:
             ended = "timed out" if run.returncode is None else f"exited {run.returncode}"
@@ -225,7 +265,7 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
         for n in disagreeing:
             cases[n].stock.append(again["stock"].outcomes.get(n, MISSING))
             cases[n].overlay.append(again["overlay"].outcomes.get(n, MISSING))
-    result = PartResult(name, cases, runs, round(time.monotonic() - start, 1))
+    result = PartResult(name, cases, runs, round(time.monotonic() - start, 1), shard)
     counts = result.counts()
     log.info(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]))
     return result
@@ -233,13 +273,15 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
 
 def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, timeout: float | None = None,
              jobs: int = 2, keep: bool = False, on_part: Callable[[PartResult], None] | None = None,
-             ) -> list[PartResult]:
+             shard: tuple[int, int] | None = None) -> list[PartResult]:
     """The given corpus parts (`select_parts`) on both sides; the overlay tree must already hold the
     whole series. `timeout` bounds each side of each part (default: the tier's, `TIMEOUTS`).
     `on_part` sees each part's result as soon as it is known (to record it before a later part
-    can fail)."""
+    can fail). `shard` (I, N): only shard I of N of the one part given."""
     if tier not in TIERS:
         raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
+    if shard is not None and len(parts) != 1:
+        raise OverlayError(f"--shard runs one shard of one corpus part; {len(parts)} parts were given")
     timeout = timeout or TIMEOUTS[tier]
     work = work_dir(project)
     with build_lock(work):
@@ -251,7 +293,8 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
             results = []
             for index, part in enumerate(parts, 1):
                 log.info(f"[{index}/{len(parts)}] {part_name(part)}")
-                results.append(check_part(part, trees, work / "logs", tier, timeout, jobs))
+                planned = None if shard is None else plan_shard(project, part, trees, work / "logs", tier, shard)
+                results.append(check_part(part, trees, work / "logs", tier, timeout, jobs, planned))
                 if on_part is not None:
                     on_part(results[-1])
         finally:
@@ -260,8 +303,37 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
     return results
 
 
-def regressions(results: list[PartResult]) -> list[str]:
-    return [f"{r.name}::{c.case}" for r in results for c in r.cases.values() if c.verdict == REGRESSED]
+def plan_shard(project: Project, part: Path, trees: dict[str, Path], logs: Path, tier: str,
+               shard: tuple[int, int]) -> Shard:
+    """Shard I of N of `part`: the cases either side collects, partitioned by recorded duration."""
+    index, total = shard
+
+    def collect(side: str) -> list[str]:
+        return collect_cases(part, [trees[side]], logs / f"{part.stem}-{side}-collect.log", extra_env=tier_env(tier))
+
+    with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
+        collected = sorted(set().union(*pool.map(collect, SIDES)))
+    if not collected:
+        raise OverlayError(f"{part_name(part)} collected no test case on either side; see {logs}")
+    times = load_case_times(project).get(tier, {}).get(part_name(part), {})
+    cases = shards.shard(collected, index, total, times)
+    log.info(f"  {part_name(part)}: shard {index}/{total}: {len(cases)} of {len(collected)} case(s)")
+    return Shard(index, total, collected, cases)
+
+
+def load_case_times(project: Project) -> dict[str, dict[str, dict[str, float]]]:
+    """Recorded case durations by tier and part (none yet: every case costs the same)."""
+    path = project.case_times_file
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def regressed_cases(record: dict[str, Any]) -> list[str]:
+    return [f"{p['part']}::{c['case']}" for p in record["parts"] for c in p["cases"] if c["verdict"] == REGRESSED]
+
+
+def missing_cases(record: dict[str, Any]) -> list[str]:
+    """Cases a sharded part collected that no shard reported on either side."""
+    return [f"{p['part']}::{case}" for p in record["parts"] for case in p.get("missing", [])]
 
 
 def to_json(results: list[PartResult], base: Base, series: str, tier: str) -> dict[str, Any]:
@@ -279,12 +351,12 @@ def to_json(results: list[PartResult], base: Base, series: str, tier: str) -> di
 
 
 def with_totals(data: dict[str, Any]) -> dict[str, Any]:
-    """`ok`: no case regressed and every side ran to its end (a cut-short run proves nothing of
-    the cases it did not reach)."""
+    """`ok`: no case regressed and every side ran to its end, every case reported (a cut-short run
+    proves nothing of the cases it did not reach)."""
     total = Counter[str]()
     for part in data["parts"]:
         total.update(part["counts"])
-    ok = not total.get(REGRESSED) and not timed_out(data)
+    ok = not total.get(REGRESSED) and not timed_out(data) and not missing_cases(data)
     return dict(data, ok=ok, totals={v: total.get(v, 0) for v in VERDICTS})
 
 
@@ -332,6 +404,7 @@ def render(record: dict[str, Any]) -> str:
     for part, side in timed_out(record):
         lines.append(f"- timed out: `{part}` on {side} after {runs[part][side]['seconds']:.0f} s "
                      "(the cases it did not reach are not in this table)")
+    lines += [f"- missing: `{case}` (collected, reported by no shard)" for case in missing_cases(record)]
     for p in record["parts"]:
         if p["series"] != record["series"]:
             lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")
@@ -353,11 +426,17 @@ def _minutes(seconds: float | None) -> str:
 
 
 def record(project: Project, data: dict[str, Any]) -> Path:
-    """Merge a run into `benchmarks/regressions.json` (what the README table is rendered from),
-    atomically."""
+    """Merge a run into `benchmarks/regressions.json` (what the README table is rendered from) and
+    its case durations into `Project.case_times_file` (what shards are sized by), atomically."""
     path = project.root / RECORD_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    merged = merge_records(load_record(project.root), data)
+    times = load_case_times(project)
+    tier = times.setdefault(data["tier"], {})
+    tier.update({part["part"]: part["durations"] for part in data["parts"]})
+    times[data["tier"]] = dict(sorted(tier.items()))
+    atomic.write_text(project.case_times_file, json.dumps(dict(sorted(times.items())), indent=1) + "\n")
+    parts = [{k: v for k, v in part.items() if k != "durations"} for part in data["parts"]]
+    merged = merge_records(load_record(project.root), dict(data, parts=parts))
     atomic.write_text(path, json.dumps(merged, indent=1) + "\n")
     return path
 
@@ -365,3 +444,92 @@ def record(project: Project, data: dict[str, Any]) -> Path:
 def load_record(root: Path) -> dict[str, Any] | None:
     path = root / RECORD_FILE
     return json.loads(path.read_text()) if path.exists() else None
+
+
+# What every shard record of one run shares, and how a difference is named.
+RUN_KEYS = {"tier": "tiers", "base": "bases", "series": "series", "python": "Python versions"}
+
+
+def read_shard_record(path: Path) -> dict[str, Any]:
+    """A record `verify --regressions --shard I N --json` printed; a clear error if it is not one."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise OverlayError(f"cannot read the gate record {path}: {e}") from None
+    if not isinstance(data, dict) or not all(key in data for key in (*RUN_KEYS, "parts")):
+        raise OverlayError(f"{path} is not a gate record (`verify --regressions --json`)")
+    unsharded = [p["part"] for p in data["parts"] if "shard" not in p]
+    if unsharded:
+        raise OverlayError(f"{path} holds {', '.join(unsharded)} unsharded: --merge takes records of "
+                           "`verify --regressions --part NAME --shard I N`")
+    return data
+
+
+def merge_shards(records: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+    """One record from shard records (with their files): what one process running every shard's
+    cases would have recorded, plus the cases no shard reported (`missing`). Records of different
+    runs, and a shard given twice or not at all, are errors naming the files or the shard."""
+    (first, reference), *_ = records
+    for key, what in RUN_KEYS.items():
+        for path, data in records:
+            if data[key] != reference[key]:
+                raise OverlayError(f"shard records of different {what} cannot merge: {first} has "
+                                   f"{reference[key]}, {path} has {data[key]}")
+    by_part: dict[str, dict[int, tuple[Path, dict[str, Any]]]] = {}
+    for path, data in records:
+        for part in data["parts"]:
+            shard = by_part.setdefault(part["part"], {})
+            index = part["shard"]["index"]
+            if index in shard:
+                raise OverlayError(f"shard {index}/{part['shard']['total']} of {part['part']} is given twice: "
+                                   f"{shard[index][0]} and {path}")
+            shard[index] = (path, part)
+    parts = [_merge_part(name, shard) for name, shard in sorted(by_part.items())]
+    date = max(data["date"] for _, data in records)
+    return with_totals(dict(reference, date=date, parts=[dict(p, date=date) for p in parts]))
+
+
+def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+    parts = [part for _, part in shards_of_part.values()]
+    totals = {part["shard"]["total"] for part in parts}
+    if len(totals) > 1:
+        raise OverlayError(f"the shards of {name} split it {' and '.join(map(str, sorted(totals)))} ways: "
+                           "merge the shards of one run")
+    (total,) = totals
+    beyond = sorted(index for index in shards_of_part if not 1 <= index <= total)
+    if beyond:
+        raise OverlayError(f"{shards_of_part[beyond[0]][0]}: shard {beyond[0]}/{total} of {name} does not exist")
+    dropped = [index for index in range(1, total + 1) if index not in shards_of_part]
+    if dropped:
+        raise OverlayError(f"shard {', '.join(f'{i}/{total}' for i in dropped)} of {name} is not given: "
+                           "merge every shard's record")
+    collected = parts[0]["shard"]["collected"]
+    for path, part in shards_of_part.values():
+        if part["shard"]["collected"] != collected:
+            raise OverlayError(f"{path}: shard {part['shard']['index']}/{total} of {name} collected other cases "
+                               "than its other shards: merge the shards of one run")
+    planned = Counter(case for part in parts for case in part["shard"]["cases"])
+    twice = sorted(case for case, n in planned.items() if n > 1)
+    if twice:
+        raise OverlayError(f"{len(twice)} case(s) of {name} are in more than one shard, e.g. {twice[0]}")
+    missing = sorted({*(set(collected) - set(planned)), *(c for part in parts for c in part["shard"]["missing"])})
+    counts = Counter[str]()
+    for part in parts:
+        counts.update(part["counts"])
+    return {
+        "part": name,
+        "seconds": round(sum(part["seconds"] for part in parts), 1),  # machine time, over every shard
+        "counts": {v: counts.get(v, 0) for v in VERDICTS},
+        "runs": {side: _merge_runs([part["runs"][side] for part in parts]) for side in SIDES},
+        "cases": sorted((c for part in parts for c in part["cases"]), key=lambda c: c["case"]),
+        "durations": dict(sorted(kv for part in parts for kv in part["durations"].items())),
+        "missing": missing,
+        "series": parts[0]["series"],
+    }
+
+
+def _merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One side of a part over its shards: timed out if any shard did, else the worst exit status."""
+    codes = [run["returncode"] for run in runs]
+    return {"returncode": None if None in codes else max(codes), "seconds": round(sum(r["seconds"] for r in runs), 1),
+            "cases": sum(run["cases"] for run in runs)}

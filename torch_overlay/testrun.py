@@ -93,6 +93,7 @@ class Report:
     cases: dict[str, str]  # `Class::test` -> CASE_PASSED/CASE_FAILED/CASE_SKIPPED
     counts: Counts
     messages: dict[str, str] = field(default_factory=dict)  # failed case -> its failure's message
+    durations: dict[str, float] = field(default_factory=dict)  # case -> seconds pytest measured
 
 
 def read_report(xml_path: Path) -> Report | None:
@@ -101,7 +102,7 @@ def read_report(xml_path: Path) -> Report | None:
         root = ET.parse(xml_path).getroot()
     except (OSError, ET.ParseError):
         return None
-    return Report(_case_outcomes(root), _totals(root), _failure_messages(root))
+    return Report(_case_outcomes(root), _totals(root), _failure_messages(root), _case_durations(root))
 
 
 def read_counts(xml_path: Path) -> Counts | None:
@@ -137,6 +138,10 @@ def _failure_messages(root: ET.Element) -> dict[str, str]:
         if failure is not None:
             messages[_case_name(case)] = failure.get("message", "")
     return messages
+
+
+def _case_durations(root: ET.Element) -> dict[str, float]:
+    return {_case_name(case): float(case.get("time", "0")) for case in root.iter("testcase")}
 
 
 def _totals(root: ET.Element) -> Counts:
@@ -201,12 +206,12 @@ def test_devices(inherited: str) -> str:
 
 def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
                cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
-               case_log: Path | None = None) -> tuple[int | None, Report | None]:
+               case_log: Path | None = None, options: Sequence[str] = ()) -> tuple[int | None, Report | None]:
     """pytest on `test_path` (or only its `cases`, `Class::test`), cwd its directory.
 
     Returns the exit status (None: timed out) and the JUnit report (None: the run crashed before
     pytest could write it). The full output goes to `log` (appended to, with `case_log`, where
-    each case is also logged as it ends: see `run_cases`).
+    each case is also logged as it ends: see `run_cases`). `options` go to pytest as they are.
     """
     log.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="testrun-") as scratch:
@@ -220,8 +225,9 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
         env = test_env(pythonpath, cache, extra_env)
         xml_path = Path(scratch) / "junit.xml"
         targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
+        # -rfEs: the log says why each case failed or skipped
         cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={test_path.parent}", "-p", "no:cacheprovider",
-               *plugin, "-q", "-rfEs", f"--junit-xml={xml_path}"]  # the log says why each case failed or skipped
+               *plugin, *options, "-q", "-rfEs", f"--junit-xml={xml_path}"]
         with log.open("a" if case_log is not None else "w") as out:
             try:
                 returncode: int | None = subprocess.run(cmd, cwd=test_path.parent, env=env, stdout=out,
@@ -263,15 +269,24 @@ def read_case_log(path: Path) -> CaseLog:
     return CaseLog(collected, ended, running)
 
 
+@dataclass(frozen=True)
+class CaseRun:
+    """What `run_cases` saw: the last exit status (None: timed out), each case's outcome, and what
+    only a run that wrote its report knows: the failed cases' messages and the cases' durations."""
+
+    returncode: int | None
+    outcomes: dict[str, str]
+    messages: dict[str, str] = field(default_factory=dict)
+    durations: dict[str, float] = field(default_factory=dict)
+
+
 def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
-              cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
-              ) -> tuple[int | None, dict[str, str], dict[str, str]]:
+              cases: list[str] | None = None, extra_env: dict[str, str] | None = None) -> CaseRun:
     """Each case's outcome, like `run_pytest`, also when the process dies inside a case: that case
     is CASE_CRASHED and the cases it did not reach run in a new process, until none is left.
 
-    Returns the last exit status (None: timed out; `timeout` bounds all the runs together), the
-    outcomes and the failed cases' messages (only a run that wrote its report has them); a run
-    that dies outside any case (collecting, exiting) ends the loop.
+    `timeout` bounds all the runs together; a run that dies outside any case (collecting,
+    exiting) ends the loop.
     """
     deadline = time.monotonic() + timeout
     outcomes: dict[str, str] = {}
@@ -283,18 +298,28 @@ def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float
             returncode, report = run_pytest(test_path, pythonpath, log, max(deadline - time.monotonic(), 1.0),
                                             cases, extra_env, case_log)
             if report is not None:
-                return returncode, {**outcomes, **report.cases}, report.messages
+                return CaseRun(returncode, {**outcomes, **report.cases}, report.messages, report.durations)
             progress = read_case_log(case_log)
             outcomes.update(progress.ended)
             if returncode is None or progress.running is None:
-                return returncode, outcomes, {}
+                return CaseRun(returncode, outcomes)
             outcomes[progress.running] = CASE_CRASHED
             with log.open("a") as out:
                 out.write(f"\n[{progress.running} crashed the run (exit {returncode}); "
                           f"running the {len(progress.not_reached)} case(s) it did not reach]\n")
             cases = progress.not_reached
             if not cases:
-                return returncode, outcomes, {}
+                return CaseRun(returncode, outcomes)
+
+
+def collect_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
+                  extra_env: dict[str, str] | None = None) -> list[str]:
+    """The cases (`Class::test`) pytest collects from `test_path`, none run: the case log's list."""
+    with tempfile.TemporaryDirectory(prefix="collect-") as scratch:
+        case_log = Path(scratch) / "cases.jsonl"
+        run_pytest(test_path, pythonpath, log, timeout, extra_env=extra_env, case_log=case_log,
+                   options=["--collect-only"])
+        return read_case_log(case_log).collected
 
 
 def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,

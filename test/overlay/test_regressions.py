@@ -13,12 +13,14 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
-from torch_overlay import readme, regressions  # noqa: E402
+from torch_overlay import readme, regressions, shards  # noqa: E402
 from torch_overlay.regressions import (  # noqa: E402
     AGREE_FAIL,
     AGREE_PASS,
@@ -207,29 +209,39 @@ class TestClassify(unittest.TestCase):
         self.assertEqual(regressions.upstream_tags(messages), {"TestXCPU::test_b_cpu": "#123", "TestXCPU::test_c_cpu": "#7"})
 
 
+def gate_project(root: Path) -> SyntheticProject:
+    """A synthetic base and series (double fixed, triple broken) with CORPUS as its one part."""
+    p = SyntheticProject(root, extra=BUGGY)
+    p.tool("tree")
+    p.commit_edit("torch/arith.py", "x + x + 1", "x + x", "[arith] Fix double")
+    p.commit_edit("torch/arith.py", "3 * x", "3 * x + 1", "[arith] Break triple")
+    p.tool("export")
+    corpus = p.root / "test" / "differential"
+    corpus.mkdir(parents=True)
+    (corpus / "test_arith.py").write_text(CORPUS)
+    return p
+
+
+def run_gate(p: SyntheticProject, *args: str) -> subprocess.CompletedProcess[str]:
+    """`verify --regressions --json ARGS`, with the flaky case's marker fresh for this run."""
+    with tempfile.TemporaryDirectory() as flaky:
+        return p.tool("verify", "--regressions", "--json", *args, check=False, FLAKY_DIR=flaky)
+
+
 class TestSyntheticGate(unittest.TestCase):
     """`verify --regressions` end to end on a synthetic base and series, real pytest runs."""
 
     @classmethod
     def setUpClass(cls) -> None:
         cls._tmp = tempfile.TemporaryDirectory()
-        p = SyntheticProject(Path(cls._tmp.name), extra=BUGGY)
-        p.tool("tree")
-        p.commit_edit("torch/arith.py", "x + x + 1", "x + x", "[arith] Fix double")
-        p.commit_edit("torch/arith.py", "3 * x", "3 * x + 1", "[arith] Break triple")
-        p.tool("export")
-        corpus = p.root / "test" / "differential"
-        corpus.mkdir(parents=True)
-        (corpus / "test_arith.py").write_text(CORPUS)
-        cls.p = p
+        cls.p = gate_project(Path(cls._tmp.name))
 
     @classmethod
     def tearDownClass(cls) -> None:
         cls._tmp.cleanup()
 
     def gate(self, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, object]]:
-        with tempfile.TemporaryDirectory() as flaky:
-            result = self.p.tool("verify", "--regressions", "--json", *args, check=False, FLAKY_DIR=flaky)
+        result = run_gate(self.p, *args)
         return result, json.loads(result.stdout) if result.stdout.strip() else {}
 
     def test_fast_tier_classifies_every_case_and_fails_on_the_regression(self) -> None:
@@ -372,6 +384,181 @@ class TestSyntheticGate(unittest.TestCase):
             result = bare.tool("verify", "--regressions", check=False)
         self.assertEqual(result.returncode, 2)
         self.assertRegex(result.stderr.strip(), r"^error: no corpus: .*test/differential holds no test_\*\.py file$")
+
+
+class TestPartition(unittest.TestCase):
+    """`shards.partition`, the one partition of test files and corpus cases alike."""
+
+    def test_every_name_in_exactly_one_shard_balanced_by_time(self) -> None:
+        names = [f"case_{i}" for i in range(20)]
+        times = {name: float(i) for i, name in enumerate(names)}
+        for total in (1, 2, 3, 7, 25):
+            split = shards.partition(names, total, times)
+            self.assertEqual(len(split), total)
+            self.assertEqual(sorted(name for shard in split for name in shard), sorted(names))
+            self.assertEqual(split, shards.partition(list(reversed(names)), total, times))  # order-free
+            loads = [sum(times[name] for name in shard) for shard in split]
+            self.assertLessEqual(max(loads) - min(loads), max(times.values()))  # greedy's bound
+
+    def test_unrecorded_names_cost_the_average(self) -> None:
+        self.assertEqual(shards.partition(["a", "b", "new"], 2, {"a": 10.0, "b": 2.0}), [["a"], ["b", "new"]])
+        self.assertEqual(shards.partition(["a", "b", "c", "d"], 2, {}), [["a", "c"], ["b", "d"]])
+
+
+def merged_durations(files: list[Path]) -> dict[str, float]:
+    """Every case's duration in the shard records `files`."""
+    return dict(sorted(kv for path in files for kv in json.loads(path.read_text())["parts"][0]["durations"].items()))
+
+
+class TestShardedGate(unittest.TestCase):
+    """A part run as shards (`--part NAME --shard I N`) and merged (`--merge`): the same record as
+    one process, and a merge that names what is wrong with its shards."""
+
+    SHARDS = 3
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls._tmp = tempfile.TemporaryDirectory()
+        root = Path(cls._tmp.name)
+        cls.p = gate_project(root)
+        whole = run_gate(cls.p, "--part", "test_arith")
+        assert whole.returncode == 1, whole.stderr  # test_triple regresses
+        cls.whole = json.loads(whole.stdout)
+        cls.files = []
+        for index in range(1, cls.SHARDS + 1):
+            result = run_gate(cls.p, "--part", "test_arith", "--shard", str(index), str(cls.SHARDS))
+            assert result.returncode in (0, 1), result.stderr
+            cls.files.append(root / f"shard-{index}.json")
+            cls.files[-1].write_text(result.stdout)
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls._tmp.cleanup()
+
+    def shard_records(self) -> list[dict[str, Any]]:
+        return [json.loads(path.read_text()) for path in self.files]
+
+    def merge(self, *paths: Path) -> subprocess.CompletedProcess[str]:
+        return self.p.tool("verify", "--regressions", "--json", "--merge", *map(str, paths), check=False)
+
+    def edited(self, index: int, edit: Callable[[dict[str, Any]], None]) -> Path:
+        """A copy of shard `index`'s record (0-based) with `edit` applied."""
+        data = json.loads(self.files[index].read_text())
+        edit(data)
+        path = self.files[index].with_name(f"edited-{index}-{len(list(self.files[index].parent.glob('edited-*')))}.json")
+        path.write_text(json.dumps(data))
+        return path
+
+    def test_shards_partition_the_collected_cases(self) -> None:
+        parts = [record["parts"][0]["shard"] for record in self.shard_records()]
+        collected = parts[0]["collected"]
+        self.assertEqual(len(collected), 6)  # CORPUS's cases, the full-tier one included (skipped here)
+        self.assertTrue(all(part["collected"] == collected for part in parts))
+        planned = [case for part in parts for case in part["cases"]]
+        self.assertEqual(sorted(planned), collected)  # each case in exactly one shard
+        self.assertEqual([part["index"] for part in parts], [1, 2, 3])
+        self.assertTrue(all(part["missing"] == [] for part in parts))
+
+    def test_merged_shards_are_the_one_process_record(self) -> None:
+        result = self.merge(*self.files)
+        self.assertEqual(result.returncode, 1, result.stderr)  # test_triple still regresses
+        self.assertIn("TestArith::test_triple", result.stderr)
+        merged = json.loads(result.stdout)
+        (part,), (whole,) = merged["parts"], self.whole["parts"]
+        self.assertEqual(part["counts"], whole["counts"])
+        self.assertEqual(merged["totals"], self.whole["totals"])
+        self.assertEqual({c["case"]: c["verdict"] for c in part["cases"]},
+                         {c["case"]: c["verdict"] for c in whole["cases"]})
+        self.assertEqual(sorted(part["durations"]), sorted(whole["durations"]))
+        self.assertEqual(part["missing"], [])
+        self.assertEqual({k: merged[k] for k in ("tier", "base", "series", "python", "ok")},
+                         {k: self.whole[k] for k in ("tier", "base", "series", "python", "ok")})
+
+    def test_merge_records_the_tier_and_the_case_durations(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            result = p.tool("verify", "--regressions", "--merge", *map(str, self.files), "--record", check=False)
+            self.assertEqual(result.returncode, 1, result.stderr)
+            self.assertIn("| differential/test_arith |", result.stdout)  # the table, for the run's summary
+            recorded = json.loads((p.root / regressions.RECORD_FILE).read_text())
+            times = json.loads((p.root / "benchmarks" / "regressions-times.json").read_text())
+        self.assertEqual(recorded["totals"], self.whole["totals"])
+        self.assertNotIn("durations", recorded["parts"][0])  # they live beside it, by part
+        durations = merged_durations(self.files)
+        self.assertEqual(times["fast"]["differential/test_arith"], durations)
+        self.assertEqual(sorted(durations), sorted(self.whole["parts"][0]["durations"]))
+
+    def test_recorded_durations_size_the_shards(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            collected = self.shard_records()[0]["parts"][0]["shard"]["collected"]
+            slow = {case: 1000.0 if case == "TestArith::test_add" else 1.0 for case in collected}
+            (p.root / "benchmarks").mkdir()
+            (p.root / "benchmarks" / "regressions-times.json").write_text(
+                json.dumps({"fast": {"differential/test_arith": slow}}))
+            result = run_gate(p, "--part", "test_arith", "--shard", "1", "2")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(json.loads(result.stdout)["parts"][0]["shard"]["cases"], ["TestArith::test_add"])  # alone
+
+    def test_a_dropped_or_duplicated_shard_is_named(self) -> None:
+        dropped = self.merge(self.files[0], self.files[2])
+        self.assertEqual(dropped.returncode, 2)
+        self.assertEqual(dropped.stderr.strip(), "error: shard 2/3 of differential/test_arith is not given: "
+                                                 "merge every shard's record")
+        copy = self.edited(1, lambda data: None)
+        for again in (copy, self.files[1]):  # another file, or the same one named twice
+            twice = self.merge(*self.files, again)
+            self.assertEqual(twice.returncode, 2)
+            self.assertEqual(twice.stderr.strip(), f"error: shard 2/3 of differential/test_arith is given twice: "
+                                                   f"{self.files[1]} and {again}")
+
+    def test_a_case_in_no_shard_is_missing_and_fails_the_gate(self) -> None:
+        lost = "TestArith::test_add"
+        holder = next(i for i, r in enumerate(self.shard_records()) if lost in r["parts"][0]["shard"]["cases"])
+
+        def drop(data: dict[str, Any]) -> None:
+            data["parts"][0]["shard"]["cases"].remove(lost)
+
+        files = [self.edited(holder, drop) if i == holder else path for i, path in enumerate(self.files)]
+        result = self.merge(*files)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn(f"error: 1 case(s) reported by no shard: differential/test_arith::{lost}", result.stderr)
+        merged = json.loads(result.stdout)
+        self.assertEqual(merged["parts"][0]["missing"], [lost])
+        self.assertFalse(merged["ok"])
+        self.assertIn(f"- missing: `differential/test_arith::{lost}` (collected, reported by no shard)",
+                      regressions.render(merged))
+        self.assertRegex(readme.render_gate(merged), r": REGRESSIONS FOUND\.")  # test_triple's
+        # without the regression, the missing case alone makes the README's verdict incomplete
+        no_regression = dict(merged, totals=dict(merged["totals"], **{REGRESSED: 0}))
+        self.assertRegex(readme.render_gate(no_regression), r": INCOMPLETE \(cases missing\)\.")
+
+    def test_records_of_different_runs_do_not_merge(self) -> None:
+        for key, value, what in (("series", "2.9.1+ovl9.gdeadbeef", "series"), ("python", "3.12.0", "Python versions"),
+                                 ("base", {"version": "2.9.0", "revision": "0" * 40}, "bases")):
+            other = self.edited(2, lambda data: data.update({key: value}))  # noqa: B023 (used at once)
+            result = self.merge(*self.files[:2], other)
+            self.assertEqual(result.returncode, 2, key)
+            self.assertRegex(result.stderr.strip(), rf"^error: shard records of different {what} cannot merge: "
+                                                    rf".*shard-1.json has .*, {other} has ")
+
+    def test_a_record_that_is_no_shard_is_refused(self) -> None:
+        whole = self.files[0].with_name("whole.json")
+        whole.write_text(json.dumps(self.whole))
+        result = self.merge(whole)
+        self.assertEqual(result.returncode, 2)
+        self.assertEqual(result.stderr.strip(), f"error: {whole} holds differential/test_arith unsharded: --merge "
+                                                "takes records of `verify --regressions --part NAME --shard I N`")
+
+    def test_shard_usage_errors_are_one_line(self) -> None:
+        for args, message in (
+            (("--shard", "1", "2"), "--shard I N runs one shard of one corpus part: name it with --part NAME"),
+            (("--part", "test_arith", "--shard", "3", "2"), "--shard 3 2: need 1 <= I <= N"),
+            (("--merge", "x.json", "--part", "test_arith"),
+             "--merge combines recorded shards; it runs nothing, so takes no --part or --shard"),
+        ):
+            result = self.p.tool("verify", "--regressions", *args, check=False)
+            self.assertEqual((result.returncode, result.stderr.strip()), (2, f"error: {message}"))
 
 
 class TestRealCorpus(unittest.TestCase):

@@ -314,9 +314,9 @@ class TestShardsAndTimes(RunnerTestBase):
         suites = [runner.Suite(n, Path(n), "overlay", Path()) for n in ("a", "b", "c", "new")]
         times = {"a": 100.0, "b": 10.0, "c": 10.0}
         self.assertEqual(runner.estimates(["new"], times), {"new": 40.0})
-        shards = [[s.name for s in runner.shard(suites, i, 2, times)] for i in (1, 2)]
-        self.assertEqual(shards, [["a"], ["b", "c", "new"]])
-        self.assertEqual(runner.estimates(["x"], {}), {"x": runner.DEFAULT_DURATION})
+        split = [[s.name for s in runner.shard(suites, i, 2, times)] for i in (1, 2)]
+        self.assertEqual(split, [["a"], ["b", "c", "new"]])
+        self.assertEqual(runner.estimates(["x"], {}), {"x": runner.shards.DEFAULT_DURATION})
 
     def test_bad_shard_arguments(self) -> None:
         self.assertEqual(self.run_runner("--shard", "3", "2").returncode, 2)

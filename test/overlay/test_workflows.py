@@ -2,7 +2,8 @@
 
 ci.yml and .ci/run must stay a copy of what a user does (README: `pip install -e . -r
 test/requirements.txt`, then `python test/run_test.py`), so a green CI means the documented path
-works.
+works; likewise gate.yml's GPU job runs the README's commands for one GPU, and its full-tier
+matrix covers every corpus part.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
-WORKFLOW_FILES = ("ci.yml", "source-build.yml", "full-tier.yml")
+WORKFLOW_FILES = tuple(sorted(path.name for path in WORKFLOWS.glob("*.yml")))
 SETUP = "pip install -e . -r test/requirements.txt"
 # Used when README.md does not exist (yet).
 DEFAULT_COMMANDS = [SETUP, "python test/run_test.py"]
+# The README marks its ```bash block for a person with one GPU with this comment, just above it.
+ONE_GPU_MARKER = "<!-- one-gpu-commands -->"
 # Lines of a README snippet that prepare a shell rather than being the project's commands.
 SHELL_SETUP = re.compile(r"^(python3?(\.\d+)? -m venv\b|source\s|\.\s+\S*activate\b)")
 
@@ -40,6 +43,22 @@ def readme_commands(readme: Path) -> list[str]:
         if any(c.startswith("pip install -e .") for c in commands):
             return commands
     raise AssertionError(f"{readme} has no ```bash block with `pip install -e .`")
+
+
+def readme_block(readme: str, marker: str) -> list[str]:
+    """The command lines of the ```bash block right after `marker`."""
+    match = re.search(re.escape(marker) + r"\n```bash\n(.*?)^```", readme, flags=re.M | re.S)
+    if match is None:
+        raise AssertionError(f"README.md has no ```bash block right after {marker}")
+    return [line.strip() for line in match.group(1).splitlines() if line.strip() and not line.startswith("#")]
+
+
+def job(workflow: str, name: str) -> str:
+    """The text of job `name` of a workflow: from its key to the next job's (two-space keys)."""
+    match = re.search(rf"^  {re.escape(name)}:\n(.*?)(?=^  \S|\Z)", workflow, flags=re.M | re.S)
+    if match is None:
+        raise AssertionError(f"no job {name}")
+    return match.group(1)
 
 
 def _indent(line: str) -> int:
@@ -109,6 +128,33 @@ class TestWorkflows(unittest.TestCase):
             self.assertTrue(uses, name)
             for action in uses:
                 self.assertRegex(action, r"^[\w.-]+/[\w.-]+@v\d+$", f"{name}: {action}")
+
+    def test_the_cuda_job_runs_the_readme_commands_for_one_gpu(self) -> None:
+        gate = (WORKFLOWS / "gate.yml").read_text()
+        cuda = job(gate, "cuda")
+        self.assertRegex(cuda, r"runs-on: \S*nvidia\.gpu\n")  # a GPU runner's label
+        self.assertEqual(run_commands(cuda), readme_block((REPO / "README.md").read_text(), ONE_GPU_MARKER))
+
+    def test_every_corpus_part_is_sharded_and_the_device_generic_ones_run_on_the_gpu(self) -> None:
+        gate = (WORKFLOWS / "gate.yml").read_text()
+        full_tier = job(gate, "full-tier")
+        parts = sorted(path.stem for path in (REPO / "test" / "differential").glob("test_*.py"))
+        self.assertRegex(full_tier, rf"part: \[{', '.join(parts)}\]\n")
+        (command,) = [c for c in run_commands(full_tier) if "--shard" in c]
+        total = re.search(r"--shard \$\{\{ matrix\.shard \}\} (\d+) ", command)
+        assert total is not None, command
+        self.assertRegex(full_tier, r"shard: \[" + ", ".join(map(str, range(1, int(total.group(1)) + 1))) + r"\]\n")
+        # The GPU job runs every part (no --part): each must instantiate its CUDA variants.
+        for part in parts:
+            text = (REPO / "test" / "differential" / f"{part}.py").read_text()
+            self.assertIn("instantiate_device_type_tests(", text, f"{part} is not device-generic")
+
+    def test_readme_block_and_job_readers(self) -> None:
+        readme = f"text\n{ONE_GPU_MARKER}\n```bash\na --b\n# note\n\nc\n```\nmore\n"
+        self.assertEqual(readme_block(readme, ONE_GPU_MARKER), ["a --b", "c"])
+        workflow = "jobs:\n  one:\n    steps:\n      - run: a\n  two:\n    steps:\n      - run: b\n"
+        self.assertEqual(run_commands(job(workflow, "one")), ["a"])
+        self.assertEqual(run_commands(job(workflow, "two")), ["b"])
 
     def test_run_commands_reader(self) -> None:
         workflow = ("steps:\n  - run: pip install -e .\n"
