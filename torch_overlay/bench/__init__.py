@@ -9,6 +9,7 @@ of the medians of N repetitions. One module per part:
   wheel      `build_wheel` (raw member copy) vs a naive zipfile re-deflate of the same content
   recompile  a compiled optimizer-style step, 20 learning rates, on stock 2.9.1 and the overlay
   training   a compiled training loop on stock and the overlay: compiles, time, parameters vs eager
+  compiletime  real models (torchvision, transformers): first compiled step, steady state, compiles
   floats     the float-parameter catalog on stock and the overlay: stale results and compiles
   kernels    inductor's kernels and bytes accessed for safe in-place programs and optimizer steps
   openreg    OpenReg cold build (fresh build dir) and unchanged rebuild

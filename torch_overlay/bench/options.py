@@ -8,8 +8,9 @@ from pathlib import Path
 
 from ..errors import OverlayError
 
-PART_NAMES = ("tree", "wheel", "recompile", "training", "floats", "kernels", "openreg", "suite")
-# The suite, the float catalog and the kernel counts take many minutes each.
+PART_NAMES = ("tree", "wheel", "recompile", "training", "compiletime", "floats", "kernels", "openreg", "suite")
+# The suite, the compile times of real models, the float catalog and the kernel counts take
+# many minutes each.
 DEFAULT_PARTS = ("tree", "wheel", "recompile", "training", "openreg")
 
 

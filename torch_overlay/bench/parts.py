@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import floats, kernels, openreg, recompile, suite, training, tree, wheel
+from . import compiletime, floats, kernels, openreg, recompile, suite, training, tree, wheel
 from .options import BenchOptions
 from .stats import Json
 from .table import Panel, Row
@@ -29,6 +29,7 @@ PARTS: dict[str, Part] = {
     "wheel": Part(wheel.measure, wheel.rows, wheel.repetitions, wheel.panels),
     "recompile": Part(recompile.measure, recompile.rows, recompile.repetitions, recompile.panels),
     "training": Part(training.measure, training.rows, training.repetitions),
+    "compiletime": Part(compiletime.measure, compiletime.rows, compiletime.repetitions),
     "floats": Part(floats.measure, floats.rows, floats.repetitions),
     "kernels": Part(kernels.measure, kernels.rows, kernels.repetitions),
     "openreg": Part(openreg.measure, openreg.rows, openreg.repetitions),

@@ -69,6 +69,13 @@ RECOMPILE_SPEEDUP = Target("{form}: stock / overlay time", ">=", 5, "x")
 TRAINING_EQUAL = Target("training {run}: overlay equal to eager", "==", True, holds="equal to eager")
 TRAINING_COMPILES = Target("training {run}: overlay compiles <= stock", "==", True, holds="compiles <= stock")
 
+# Issue targets: the overlay's first compiled step (CPU seconds) at most 5 % and its steady-state
+# step at most 2 % slower than stock's; with a constant learning rate, no more compiles.
+COMPILETIME_FIRST_STEP = Target("compiletime {run}: first step CPU overlay / stock", "<=", 1.05, "x")
+COMPILETIME_STEADY = Target("compiletime {run}: steady-state step overlay / stock", "<=", 1.02, "x")
+COMPILETIME_COMPILES = Target("compiletime {run}: overlay compiles <= stock", "==", True,
+                              holds="compiles <= stock")
+
 FLOATS_STALE = Target("float catalog: programs stale on the overlay", "==", 0, "on the overlay")
 
 KERNELS_NOT_MORE = Target("kernels: programs with more kernels (or bytes, in-place programs) on the overlay",

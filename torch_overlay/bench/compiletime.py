@@ -1,0 +1,85 @@
+"""Part `compiletime`: what the overlay costs at compile time on real models (programs/first_step.py:
+torchvision's ResNet-18 and transformers' GPT-2, tiny, random init, AdamW, forward/backward and
+`opt.step()` compiled), with a constant learning rate and under OneCycleLR, stock and overlay
+interleaved in every repetition: the first compiled step (wall and CPU seconds: the CPU time of
+the process and of the compilers it waits for is steadier than wall time on a shared machine),
+the steady-state step, and compiles."""
+
+from __future__ import annotations
+
+from .options import BenchOptions
+from .runner import program, run_under
+from .stats import Json, log, summarize
+from .table import Row, row, seconds
+from .targets import COMPILETIME_COMPILES, COMPILETIME_FIRST_STEP, COMPILETIME_STEADY, Target
+from .workspace import Workspace
+
+MODELS = {"gpt2": "GPT-2 (2 layers, width 64)", "resnet18": "ResNet-18 (32x32 inputs)"}
+LEARNING_RATES = {"constant": "constant lr", "onecycle": "OneCycleLR"}
+STEPS = 8
+
+
+def measure(ws: Workspace, options: BenchOptions) -> Json:
+    trees = ws.both_trees()
+    part: Json = {"steps": STEPS, "runs": {}}
+    targets = []
+    for model in MODELS:
+        for lr in LEARNING_RATES:
+            run = f"{model} {lr}"
+            args = [program("first_step"), "--model", model, "--lr", lr, "--steps", str(STEPS)]
+            results: dict[str, list[Json]] = {side: [] for side in trees}
+            for i in range(options.repeat):
+                for side, tree in trees.items():  # interleaved: both sides see the same machine state
+                    log(f"compiletime {i + 1}/{options.repeat}: {run} on {side}")
+                    results[side].append(run_under(tree, args, f"first compiled step ({run})"))
+            entry: Json = {side: _side(runs) for side, runs in results.items()}
+            for key in ("first_step_s", "first_step_cpu_s", "steady_step_s"):
+                entry[f"{key}_overlay_over_stock"] = _ratio(entry["overlay"][key]["median_s"],
+                                                            entry["stock"][key]["median_s"])
+            part["runs"][run] = entry
+            targets += [
+                COMPILETIME_FIRST_STEP.at(run=run).check(entry["first_step_cpu_s_overlay_over_stock"]),
+                COMPILETIME_STEADY.at(run=run).check(entry["steady_step_s_overlay_over_stock"]),
+            ]
+            if lr == "constant":
+                targets.append(COMPILETIME_COMPILES.at(run=run).check(
+                    max(entry["overlay"]["compiles"]) <= min(entry["stock"]["compiles"])))
+    part["targets"] = targets
+    return part
+
+
+def _side(runs: list[Json]) -> Json:
+    return {"torch": runs[0]["torch"], "compiles": [r["compiles"] for r in runs],
+            **{key: summarize([r[key] for r in runs]) for key in ("first_step_s", "first_step_cpu_s", "steady_step_s")}}
+
+
+def _ratio(overlay: float, stock: float) -> float:
+    return round(overlay / stock, 3) if stock > 0 else float("inf")
+
+
+def rows(part: Json) -> list[Row]:
+    found = []
+    for run, entry in part["runs"].items():
+        model, lr = run.split(" ", 1)
+        stock, overlay = entry["stock"], entry["overlay"]
+        found.append(row(
+            f"Compile time, {MODELS[model]}, AdamW + {LEARNING_RATES[lr]}, forward/backward and `opt.step()` "
+            "compiled: first step (CPU), steady-state step, compiles, overlay / stock",
+            f"first step {seconds(stock['first_step_cpu_s']['median_s'])} vs "
+            f"{seconds(overlay['first_step_cpu_s']['median_s'])} CPU "
+            f"({entry['first_step_cpu_s_overlay_over_stock']:.3f}x; wall "
+            f"{entry['first_step_s_overlay_over_stock']:.3f}x); steady "
+            f"{entry['steady_step_s_overlay_over_stock']:.3f}x; "
+            f"{max(stock['compiles'])} vs {max(overlay['compiles'])} compiles",
+            part["targets"], *_targets(run, lr),
+        ))
+    return found
+
+
+def _targets(run: str, lr: str) -> list[Target]:
+    found = [COMPILETIME_FIRST_STEP.at(run=run), COMPILETIME_STEADY.at(run=run)]
+    return found + [COMPILETIME_COMPILES.at(run=run)] if lr == "constant" else found
+
+
+def repetitions(part: Json) -> int:
+    return min(len(entry["stock"]["compiles"]) for entry in part["runs"].values())

@@ -1,0 +1,91 @@
+"""Compile time on a real model, run under the torch that PYTHONPATH selects.
+
+A tiny real architecture (torchvision's ResNet-18, transformers' GPT-2; random init, nothing
+downloaded) is trained with its forward/backward and `opt.step()` (AdamW) compiled by inductor,
+with a constant learning rate or under OneCycleLR (which moves `lr` and `betas[0]` every step).
+The first step pays for the compiles; the later ones are the steady state. Prints one JSON
+object: wall and CPU seconds of the first step, median seconds of the steps after the second (the second may
+still compile: e.g. optimizer state appears after the first step), and compiles.
+
+    python first_step.py --model gpt2 --lr constant --steps 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+
+Batch = tuple[torch.Tensor, torch.Tensor]
+# (the model, compiled or not; a batch) -> the loss
+LossOf = Callable[[Callable[..., Any], Batch], torch.Tensor]
+
+
+def resnet() -> tuple[torch.nn.Module, LossOf, Batch]:
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10)
+    generator = torch.Generator().manual_seed(1)
+    batch = (torch.randn(8, 3, 32, 32, generator=generator), torch.randint(0, 10, (8,), generator=generator))
+    return model, lambda m, b: torch.nn.functional.cross_entropy(m(b[0]), b[1]), batch
+
+
+def gpt2() -> tuple[torch.nn.Module, LossOf, Batch]:
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=256, n_positions=64)
+    model = transformers.GPT2LMHeadModel(config)
+    ids = torch.randint(0, 256, (4, 32), generator=torch.Generator().manual_seed(1))
+    return model, lambda m, b: m(input_ids=b[0], labels=b[1]).loss, (ids, ids)
+
+
+MODELS = {"resnet18": resnet, "gpt2": gpt2}
+
+
+def _cpu_seconds() -> float:
+    """CPU time of this process and of the children it waited for (inductor's C++ compiler)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=sorted(MODELS), required=True)
+    p.add_argument("--lr", choices=("constant", "onecycle"), required=True)
+    p.add_argument("--steps", type=int, default=8)
+    args = p.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    torch._dynamo.config.recompile_limit = args.steps + 8  # never fall back to eager silently
+    torch.manual_seed(0)
+    model, loss_of, batch = MODELS[args.model]()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    sched = (torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=1e-2, total_steps=args.steps)
+             if args.lr == "onecycle" else None)
+    counter = CompileCounterWithBackend("inductor")
+    compiled_model = torch.compile(model, backend=counter)
+    step = torch.compile(opt.step, backend=counter)
+    seconds, cpu = [], []
+    for _ in range(args.steps):
+        start, start_cpu = time.perf_counter(), _cpu_seconds()
+        opt.zero_grad()
+        loss_of(compiled_model, batch).backward()
+        step()
+        if sched is not None:
+            sched.step()
+        seconds.append(time.perf_counter() - start)
+        cpu.append(_cpu_seconds() - start_cpu)
+    print(json.dumps({"torch": torch.__version__, "torch_file": torch.__file__, "compiles": counter.frame_count,
+                      "first_step_s": seconds[0], "first_step_cpu_s": cpu[0],
+                      "steady_step_s": statistics.median(seconds[2:]), "seconds": sum(seconds)}))
+
+
+if __name__ == "__main__":
+    main()
