@@ -223,7 +223,7 @@ KNOWN_REASONS: dict[str, str] = {
     "py-inplace-checks": (
         "the Python ref/meta of the in-place op checks otherwise than eager's C++ kernel: "
         "addbmm_ resizes its destination in eager (addbmm_out on self), addr_ refuses a "
-        "non-2-D self, masked_scatter_ a mask larger than self; fixable in Python, not done"
+        "non-2-D self; fixable in Python, not done"
     ),
     "cpp-composite-inplace": (
         "ldexp_ is a C++ composite writing through ldexp.out, whose meta resizes the destination "
@@ -258,7 +258,7 @@ KNOWN_DISAGREEMENTS: tuple[tuple[str, str], ...] = (
     (r"^test_out_(cat|cholesky_inverse|linalg_eigh|linalg_householder_product|linalg_ldl_(factor|factor_ex|solve)"
      r"|(linalg_)?lu_(factor|factor_ex|solve)|linalg_qr|qr|ormqr|triangular_solve)_cpu_", "out-resize-strides"),
     (r"^test_out_linalg_(cholesky|cholesky_ex|inv|inv_ex|solve|solve_ex)_openreg_", "out-resize-strides"),
-    (r"^test_inplace_(layouts_)?(addbmm|addr|masked_scatter)_(cpu|openreg)_", "py-inplace-checks"),
+    (r"^test_inplace_(layouts_)?(addbmm|addr)_(cpu|openreg)_", "py-inplace-checks"),
     (r"^test_inplace_ldexp_cpu_", "cpp-composite-inplace"),
     (r"^test_(functional|layouts)_nn_functional_max_unpool2d_grad_(cpu|openreg)_", "unpool-grad-layout"),
     (r"^test_mixed_device_as_strided_scatter_cpu_", "meta-source-copy"),
