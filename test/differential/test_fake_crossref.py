@@ -238,12 +238,18 @@ KNOWN_REASONS: dict[str, str] = {
         "the fake path runs the meta kernel, which does not copy"
     ),
     "view-copy-ref": "view_copy of a non-viewable layout: the Python ref raises, eager's C++ kernel copies",
+    "mixed-device-openreg": (
+        "a cpu operand (a 0-dim cpu tensor) with an openreg one: eager on openreg (its CPU "
+        "fallback runs the cpu kernel on copies and returns on the first argument's device) and "
+        "FakeTensor's common-device rule disagree on the result's device or on whether to raise; "
+        "not yet triaged between OpenReg and FakeTensor (nextafter is refused by fake)"
+    ),
     "openreg-fallback": (
         "OpenReg's kernels, not fake/meta: at::native::cpu_fallback copies an in-place "
         "destination apart from the input it aliases (logical_*_ resize it where cpu raises), "
         "refuses writes into overlapping destinations that cpu's kernels fill (tril_, zero_, "
-        "index_put_...), puts a result on the first argument's device (a cpu 0-dim self), "
-        "checks devices where cpu/cuda accept a cpu scalar, and lacks mode"
+        "index_put_...), and lacks mode (and sparse CSR tensors: sparse_sampled_addmm's samples cannot be made, "
+        "a failure that carries no tag)"
     ),
 }
 KNOWN_DISAGREEMENTS: tuple[tuple[str, str], ...] = (
@@ -266,7 +272,10 @@ KNOWN_DISAGREEMENTS: tuple[tuple[str, str], ...] = (
     (r"^test_inplace_logical_(and|or|xor)_openreg_", "openreg-fallback"),
     (r"^test_inplace_layouts_(tril|triu|zero_|addmv|baddbmm|masked_fill|index_put|nn_functional_threshold)_openreg_",
      "openreg-fallback"),
-    (r"^test_(inplace_)?mixed_device_\w+_openreg_", "openreg-fallback"),
+    (r"^test_mixed_device_(__rsub__|rsub|addcdiv|as_strided_scatter|clamp|complex|floor_divide"
+     r"|index_(copy|fill|select)|logical_(and|or|xor)|masked_scatter|nextafter|polar|(select|slice)_scatter)_openreg_",
+     "mixed-device-openreg"),
+    (r"^test_inplace_mixed_device_(addcdiv|clamp|index_copy)_openreg_", "mixed-device-openreg"),
     (r"^test_out_(mode|sparse_sampled_addmm)_openreg_", "openreg-fallback"),
 )
 
