@@ -77,6 +77,10 @@ are the same on every torch):
   its layout variants, which cost several times more again). Nothing of
   the full tier is registered in the fast tier.
 
+Known disagreements: a full-tier case that fails on stock and on the overlay alike names its
+upstream issue or reason (``KNOWN_DISAGREEMENTS``, ``KNOWN_REASONS``) at the start of its failure
+message, as ``[upstream #N]`` or ``[upstream <reason>]``, which the gate records per case.
+
 Determinism: every test reseeds torch and ``random`` and clears FakeTensorMode's
 process-wide dispatch cache in ``setUp`` (OpInfo reseeds per sample as well), so each test
 gives the same result alone or in any order.
@@ -248,8 +252,8 @@ KNOWN_REASONS: dict[str, str] = {
         "OpenReg's kernels, not fake/meta: at::native::cpu_fallback copies an in-place "
         "destination apart from the input it aliases (logical_*_ resize it where cpu raises), "
         "refuses writes into overlapping destinations that cpu's kernels fill (tril_, zero_, "
-        "index_put_...), and lacks mode (and sparse CSR tensors: sparse_sampled_addmm's samples cannot be made, "
-        "a failure that carries no tag)"
+        "index_put_...), and lacks mode and sparse CSR kernels (sparse_sampled_addmm's out= "
+        "test errors cloning its sample, before any comparison, so that failure has no tag)"
     ),
 }
 KNOWN_DISAGREEMENTS: tuple[tuple[str, str], ...] = (
