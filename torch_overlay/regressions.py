@@ -16,7 +16,9 @@ corpus; here only the two sides' per-case outcomes are compared:
 
 A corpus case whose failure is a known upstream bug says so: its failure message starts with
 `[upstream #N]` (after the exception's type, as pytest reports it), and its record (agree-fail or
-fixed) carries `"upstream": "#N"`; the table counts a part's known agree-fail cases by issue.
+fixed) carries `"upstream": "#N"`; the table counts a part's known agree-fail cases by issue. A
+known limitation upstream has no issue for is named by a reason the part defines instead:
+`[upstream some-reason]` (lower case, digits, dashes) is recorded as `"upstream": "some-reason"`.
 
 The tier picks the corpus size: `fast` (what `python test/run_test.py` runs) or `full`, which
 sets `PYTORCH_TEST_WITH_SLOW=1` so the corpus registers every op, sample and configuration.
@@ -65,8 +67,9 @@ MISSING = "missing"  # the case was not reported on that side (its file crashed 
 AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED = "agree-pass", "agree-fail", "fixed", "regressed"
 FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED = "flaky-on-stock", "flaky-on-overlay", "skipped", "one-sided"
 VERDICTS = (AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED)
-# A failure message naming the upstream issue of a known bug, after pytest's `ExceptionType: `.
-UPSTREAM_TAG = re.compile(r"^(?:[\w.]+: )?\[upstream (#\d+)\]")
+# A failure message naming the upstream issue of a known bug (or the reason of a known limitation),
+# after pytest's `ExceptionType: `.
+UPSTREAM_TAG = re.compile(r"^(?:[\w.]+: )?\[upstream (#\d+|[a-z][a-z0-9-]*)\]")
 
 
 def work_dir(project: Project) -> Path:
@@ -115,7 +118,7 @@ class SideRun:
 
 
 def upstream_tags(messages: dict[str, str]) -> dict[str, str]:
-    """The failed cases whose message starts with `[upstream #N]`, and their "#N"."""
+    """The failed cases whose message starts with `[upstream #N]` (or a reason), and their "#N"."""
     tags = {case: UPSTREAM_TAG.match(message) for case, message in messages.items()}
     return {case: match.group(1) for case, match in tags.items() if match}
 

@@ -77,6 +77,10 @@ are the same on every torch):
   its layout variants, which cost several times more again). Nothing of
   the full tier is registered in the fast tier.
 
+Known disagreements: a full-tier case that fails on stock and on the overlay alike names its
+upstream issue or reason (``KNOWN_DISAGREEMENTS``, ``KNOWN_REASONS``) at the start of its failure
+message, as ``[upstream #N]`` or ``[upstream <reason>]``, which the gate records per case.
+
 Determinism: every test reseeds torch and ``random`` and clears FakeTensorMode's
 process-wide dispatch cache in ``setUp`` (OpInfo reseeds per sample as well), so each test
 gives the same result alone or in any order.
@@ -197,6 +201,93 @@ UNSPECIFIED_STRIDE_OPS = frozenset(
 # conjugate of its input) by reading device memory from the host. A crash would lose every
 # case of this file, so on PrivateUse1 devices these ops are skipped, with this reason.
 PRIVATEUSE1_CRASHING_OPS = frozenset({"fft.hfft", "fft.hfft2", "fft.hfftn"})
+
+# Known disagreements: the full tier's cases that fail on stock and on the overlay alike, by
+# case-name pattern (first match wins), with the upstream issue or the reason, which the
+# failure message states as `[upstream #N]` or `[upstream <reason>]` (the gate records it per
+# case). A tag only explains a failure: a case that passes on stock still counts as regressed.
+KNOWN_REASONS: dict[str, str] = {
+    "norm-stats-per-backend": (
+        "batch/layer norm statistics: eager's cpu kernel returns them in the input's reduced "
+        "precision and, in eval mode, empty; cuda returns float32 and (C,). The meta kernels "
+        "follow the fake device, which the meta device does not have (meta leg), and a "
+        "CPU-fallback device runs the cpu kernel under a device the meta kernel takes for cuda"
+    ),
+    "out-resize-strides": (
+        "a resized out= tensor: eager's cpu kernels give it the computed result's strides "
+        "(structured resize_out, LAPACK's column-major), torch's Python out wrapper resizes it "
+        "contiguously, and OpenReg's cpu_fallback resizes it contiguously too; the device-less "
+        "meta kernels cannot follow both (restriding in the wrapper fixes cpu and breaks openreg)"
+    ),
+    "out-handling": (
+        "the op's own out= meta/decomposition: out left unresized (_native_batch_norm_legit, "
+        "geqrf, histogram), a new tensor returned instead of out (linalg.matrix_rank), or out "
+        "resized where eager's normal.out refuses the zero-sized out"
+    ),
+    "py-inplace-checks": (
+        "the Python ref/meta of the in-place op checks otherwise than eager's C++ kernel: "
+        "addbmm_ resizes its destination in eager (addbmm_out on self), addr_ refuses a "
+        "non-2-D self; fixable in Python, not done"
+    ),
+    "cpp-composite-inplace": (
+        "ldexp_ is a C++ composite writing through ldexp.out, whose meta resizes the destination "
+        "where eager's in-place kernel refuses the broadcast; the fix is in C++"
+    ),
+    "unpool-grad-layout": (
+        "max_unpool2d's backward: eager's cpu kernel keeps the channels-last layout of its "
+        "input, the meta kernel returns a contiguous gradient"
+    ),
+    "meta-source-copy": (
+        "a cpu call with a meta operand that eager copies from (copy_ from meta raises in eager); "
+        "the fake path runs the meta kernel, which does not copy"
+    ),
+    "view-copy-ref": "view_copy of a non-viewable layout: the Python ref raises, eager's C++ kernel copies",
+    "mixed-device-openreg": (
+        "a cpu operand (a 0-dim cpu tensor) with an openreg one: eager on openreg (its CPU "
+        "fallback runs the cpu kernel on copies and returns on the first argument's device) and "
+        "FakeTensor's common-device rule disagree on the result's device or on whether to raise; "
+        "not yet triaged between OpenReg and FakeTensor (nextafter is refused by fake)"
+    ),
+    "openreg-fallback": (
+        "OpenReg's kernels, not fake/meta: at::native::cpu_fallback copies an in-place "
+        "destination apart from the input it aliases (logical_*_ resize it where cpu raises), "
+        "refuses writes into overlapping destinations that cpu's kernels fill (tril_, zero_, "
+        "index_put_...), and lacks mode and sparse CSR kernels (sparse_sampled_addmm's out= "
+        "test errors cloning its sample, before any comparison, so that failure has no tag)"
+    ),
+}
+KNOWN_DISAGREEMENTS: tuple[tuple[str, str], ...] = (
+    # In-place writes into overlapping tensors through C++ meta kernels or composites (put_,
+    # addr_, ldexp_, polygamma_, rrelu_, embedding's renorm into its weight).
+    (r"^test_inplace_layouts_(put|addr|ldexp|polygamma_polygamma_n_\d|nn_functional_rrelu)_", "#126474"),
+    (r"^test_layouts_nn_functional_embedding(_bag)?_cpu_", "#126474"),
+    (r"^test_(functional|out|layouts)_(native_batch_norm|_native_batch_norm_legit|_batch_norm_with_update"
+     r"|native_layer_norm)_(cpu|openreg)_", "norm-stats-per-backend"),
+    (r"^test_out_(_native_batch_norm_legit|geqrf|histogram|normal|normal_number_mean"
+     r"|linalg_matrix_rank|linalg_matrix_rank_hermitian)_(cpu|openreg)_", "out-handling"),
+    (r"^test_out_(cat|cholesky_inverse|linalg_eigh|linalg_householder_product|linalg_ldl_(factor|factor_ex|solve)"
+     r"|(linalg_)?lu_(factor|factor_ex|solve)|linalg_qr|qr|ormqr|triangular_solve)_cpu_", "out-resize-strides"),
+    (r"^test_out_linalg_(cholesky|cholesky_ex|inv|inv_ex|solve|solve_ex)_openreg_", "out-resize-strides"),
+    (r"^test_inplace_(layouts_)?(addbmm|addr)_(cpu|openreg)_", "py-inplace-checks"),
+    (r"^test_inplace_ldexp_cpu_", "cpp-composite-inplace"),
+    (r"^test_(functional|layouts)_nn_functional_max_unpool2d_grad_(cpu|openreg)_", "unpool-grad-layout"),
+    (r"^test_mixed_device_as_strided_scatter_cpu_", "meta-source-copy"),
+    (r"^test_layouts_view_copy_cpu_", "view-copy-ref"),
+    (r"^test_inplace_logical_(and|or|xor)_openreg_", "openreg-fallback"),
+    (r"^test_inplace_layouts_(tril|triu|zero_|addmv|baddbmm|masked_fill|index_put|nn_functional_threshold)_openreg_",
+     "openreg-fallback"),
+    (r"^test_mixed_device_(__rsub__|rsub|addcdiv|as_strided_scatter|clamp|complex|floor_divide"
+     r"|index_(copy|fill|select)|logical_(and|or|xor)|masked_scatter|nextafter|polar|(select|slice)_scatter)_openreg_",
+     "mixed-device-openreg"),
+    (r"^test_inplace_mixed_device_(addcdiv|clamp|index_copy)_openreg_", "mixed-device-openreg"),
+    (r"^test_out_(mode|sparse_sampled_addmm)_openreg_", "openreg-fallback"),
+)
+
+
+def known_disagreement(test_name: str) -> Optional[str]:
+    """The upstream issue ("#N") or reason of a known disagreement, for a test method's name."""
+    return next((tag for pattern, tag in KNOWN_DISAGREEMENTS if re.search(pattern, test_name)), None)
+
 
 # Exceptions fake tensors may legitimately raise instead of computing a result.
 FAKE_NOT_APPLICABLE = (
@@ -492,8 +583,10 @@ class TestFakeCrossref(TestCase):
         if report.mismatches:
             shown = report.mismatches[:20]
             more = len(report.mismatches) - len(shown)
+            tag = known_disagreement(self._testMethodName)
             self.fail(
-                f"{len(report.mismatches)} mismatch(es) against eager"
+                (f"[upstream {tag}] " if tag else "")
+                + f"{len(report.mismatches)} mismatch(es) against eager"
                 + (f" (first {len(shown)} shown)" if more else "")
                 + ":\n  "
                 + "\n  ".join(shown)

@@ -203,10 +203,17 @@ class TestClassify(unittest.TestCase):
             '<failure message="AssertionError: [upstream #123] out0 differs"/></testcase>'
             '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="[upstream #7] x"/></testcase>'
             '<testcase classname="test_x.TestXCPU" name="test_d_cpu">'
-            '<failure message="AssertionError: see [upstream #9]"/></testcase>').messages
-        self.assertEqual(set(messages), {"TestXCPU::test_b_cpu", "TestXCPU::test_c_cpu", "TestXCPU::test_d_cpu"})
-        # only a message that starts with the tag (after the exception's type) names an issue
-        self.assertEqual(regressions.upstream_tags(messages), {"TestXCPU::test_b_cpu": "#123", "TestXCPU::test_c_cpu": "#7"})
+            '<failure message="AssertionError: see [upstream #9]"/></testcase>'
+            '<testcase classname="test_x.TestXCPU" name="test_e_cpu">'
+            '<failure message="AssertionError: [upstream cpp-meta-kernel2] x"/></testcase>'
+            '<testcase classname="test_x.TestXCPU" name="test_f_cpu">'
+            '<failure message="AssertionError: [upstream Not A Reason] x"/></testcase>').messages
+        self.assertEqual(set(messages), {f"TestXCPU::test_{c}_cpu" for c in "bcdef"})
+        # only a message that starts with the tag (after the exception's type) names an issue, or a
+        # reason in lower case, digits and dashes
+        self.assertEqual(regressions.upstream_tags(messages),
+                         {"TestXCPU::test_b_cpu": "#123", "TestXCPU::test_c_cpu": "#7",
+                          "TestXCPU::test_e_cpu": "cpp-meta-kernel2"})
 
 
 def gate_project(root: Path) -> SyntheticProject:

@@ -3,7 +3,8 @@
 uses them: initialization and fork safety, RNG state of every device and
 generator offsets, custom operators under ``torch.ops.openreg``, backend
 metadata through ``torch.save``/``torch.load``, the profiler, fused
-attention through SDPA's overrideable backend, and autocast.
+attention through SDPA's overrideable backend, autocast, and view operators
+(which the CPU fallback cannot serve).
 
 Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 """
@@ -16,7 +17,9 @@ import unittest
 import torch
 import torch.nn.functional as F
 import torch_openreg  # noqa: F401
+from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.utils._pytree import tree_leaves, tree_map_only
 
 DEADLINE_S = 60.0
 
@@ -182,6 +185,50 @@ class TestOpenRegAutocast(TestCase):
             self.assertEqual(torch.softmax(a, 0).dtype, torch.float32)
             self.assertEqual((a + a).dtype, torch.float32)  # not listed: unchanged
         self.assertEqual(torch.openreg.get_amp_supported_dtype(), [torch.float16, torch.bfloat16])
+
+
+def _returns_alias(op) -> bool:
+    """Whether the aten operator of an OpInfo is a view: its schema returns an alias of an input."""
+    packet = getattr(torch.ops.aten, op.aten_name or op.name, None)
+    overload = getattr(packet, "default", None)
+    if overload is None:
+        return False
+    returns = overload._schema.returns
+    return bool(returns) and all(
+        r.alias_info is not None and not r.alias_info.is_write for r in returns
+    )
+
+
+VIEW_OPS = [op for op in op_db if _returns_alias(op)]
+
+
+def _same_storage_on_cpu(t: torch.Tensor) -> bool:
+    return t.is_contiguous() and t.storage_offset() == 0 and t.untyped_storage().nbytes() == t.nbytes
+
+
+def _aliases(out, inp: torch.Tensor) -> bool:
+    base = inp.untyped_storage().data_ptr()
+    return all(t.untyped_storage().data_ptr() == base for t in tree_leaves(out))
+
+
+class TestOpenRegViewOps(TestCase):
+    # The CPU fallback refuses view operators (its result, a copy, would not alias the
+    # input), so a view without a kernel of its own fails on the device, and with it every
+    # composite built on it (repeat and tile use unfold, stft view_as_real).
+    def test_view_ops_alias_their_input(self):
+        self.assertGreater(len(VIEW_OPS), 0)
+        for op in VIEW_OPS:
+            dtype = torch.float32 if torch.float32 in op.dtypes else torch.complex64
+            for sample in list(op.sample_inputs("openreg", dtype))[:2]:
+                if not _same_storage_on_cpu(sample.input):
+                    continue  # as_strided reads the storage, which a CPU copy does not keep
+                with self.subTest(op=op.name, sample=repr(sample)[:120]):
+                    out = op(sample.input, *sample.args, **sample.kwargs)
+                    cpu = sample.transform(lambda t: t.cpu() if isinstance(t, torch.Tensor) else t)
+                    ref = op(cpu.input, *cpu.args, **cpu.kwargs)
+                    self.assertEqual(tree_map_only(torch.Tensor, lambda t: t.cpu(), out), ref)
+                    # Where the CPU kernel returns a view (reshape may copy), so does the device's.
+                    self.assertEqual(_aliases(out, sample.input), _aliases(ref, cpu.input))
 
 
 if __name__ == "__main__":
