@@ -138,8 +138,10 @@ UPSTREAM_ISSUES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     # functorch's C++ batching and grad rules read concrete sizes: vmap/grad under
     # torch.compile(dynamic=True) fails in fake-tensor propagation.
     (r"__(vmap|grad|vmap_grad_and_value)__dynamic$", (RAISES,), 181384),
-    # Eager's memory-overlap checks (partial overlap of source and target, a written-to
-    # tensor with internal overlap) are not made by compiled code.
+    # Eager's memory-overlap checks (an operand overlapping the target, a written-to tensor
+    # with internal overlap) are not made by compiled code on stock torch. The overlay makes
+    # them while tracing, except for add_: Dynamo rewrites `t.add_(s, alpha=a)` as
+    # `t.add_(s * a)`, a fresh operand in which the check cannot see the overlap.
     (r"", (NO_RAISE_OVERLAP,), 126474),
 )
 
