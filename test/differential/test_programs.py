@@ -99,9 +99,16 @@ def training_tolerance(dtype: torch.dtype) -> Tolerance:
     return LOW_PRECISION_TOL.get(dtype, TRAINING_TOL_FP32)
 
 
-def module_tolerance(dtype: torch.dtype) -> Tolerance:
+# The weight gradient of an embedding sums every lookup of a row; inductor's compiled backward
+# adds them with a scatter-add whose order varies from run to run across threads, on stock and
+# on the overlay alike (measured on the PrivateUse1 device: a row summing 200 lookups differs by
+# up to 3e-6 between two runs of the same compiled code, ~3e-6 relative against eager).
+MODULE_TOL_OVERRIDES: dict[str, Tolerance] = {"nn.Embedding": (1e-5, 1e-5)}
+
+
+def module_tolerance(dtype: torch.dtype, module_name: str) -> Tolerance:
     # A single forward/backward of a module_db module: torch's defaults for float32.
-    return LOW_PRECISION_TOL.get(dtype, DEFAULT_TOL)
+    return LOW_PRECISION_TOL.get(dtype, MODULE_TOL_OVERRIDES.get(module_name, DEFAULT_TOL))
 
 
 # --------------------------------------------------------------------------------------
@@ -306,7 +313,7 @@ class TestModuleDbPrograms(ProgramTestCase):
         actual = run_forward_backward(
             compiled, compiled_copy, module_input.forward_input
         )
-        tol = module_tolerance(dtype)
+        tol = module_tolerance(dtype, module_info.name)
         self.assert_close(expected.output, actual.output, tol, "forward output")
         self.assert_close(
             expected.param_grads, actual.param_grads, tol, "parameter gradients"
