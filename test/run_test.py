@@ -69,6 +69,9 @@ DEFAULT_XML_DIR = "test-reports"
 # Tests too slow for every run (e.g. a fresh venv of another Python) skip unless this is "full".
 TIER_ENV = "TORCH_OVERLAY_TEST_TIER"
 INSTALL_HINT = "run `pip install -e . -r test/requirements.txt` in this venv"
+# Files at once by default: one per core, at most two. Each file compiles with inductor, whose
+# C++ and worker processes already use every core; more files at once only add memory.
+DEFAULT_JOBS = min(2, os.cpu_count() or 1)
 
 PASSED, FAILED, SKIPPED, BROKEN = "PASSED", "FAILED", "SKIPPED", "BROKEN"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
@@ -385,6 +388,13 @@ def run_all(suites: Sequence[Suite], options: RunOptions, jobs: int, keep_going:
     return results, len(queue)
 
 
+def longest_first(suites: Sequence[Suite], times: dict[str, float]) -> list[Suite]:
+    """Longest recorded file first: with several jobs, the run then does not end waiting for a
+    long file that started last."""
+    cost = estimates([suite.name for suite in suites], times)
+    return sorted(suites, key=lambda suite: (-cost[suite.name], suite.name))
+
+
 def report(result: Result, verbose: bool, echoed: bool) -> None:
     print(f"{result.status:<7} {result.suite.name} ({result.duration:.1f}s)", flush=True)
     if verbose and not echoed:
@@ -448,7 +458,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--dry-run", action="store_true", help="list the files that would run, run nothing")
     parser.add_argument("-k", action="append", default=[], dest="keywords", metavar="EXPR",
                         help="only run tests matching EXPR (pytest -k); repeatable: any of them")
-    parser.add_argument("-j", "--jobs", type=int, default=1, metavar="N", help="run N files in parallel")
+    parser.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
+                        help=f"run N files in parallel, longest recorded first (default: {DEFAULT_JOBS})")
     parser.add_argument("--full", action="store_true",
                         help=f"also run the slow tier (sets {TIER_ENV}=full for the test files)")
     parser.add_argument("--update-times", action="store_true",
@@ -522,7 +533,8 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     def on_result(result: Result) -> None:
         report(result, args.verbose, echo)
 
-    results, not_started = run_all(selected, options, args.jobs, args.keep_going, on_result)
+    order = selected if args.jobs == 1 else longest_first(selected, times)
+    results, not_started = run_all(order, options, args.jobs, args.keep_going, on_result)
     if not_started:
         print(f"stopped after a failure: {not_started} test file(s) not run (--keep-going runs them all)")
     if args.update_times:

@@ -174,8 +174,8 @@ class TestRunAndReport(RunnerTestBase):
         self.assertEqual(self.last_line(proc), "1 passed, 0 failed")
 
     def test_stops_after_first_failure_without_keep_going(self) -> None:
-        # Files run in name order: inductor/test_skip, overlay/test_fail, overlay/test_pass.
-        proc = self.run_runner()
+        # One job: files run in name order: inductor/test_skip, overlay/test_fail, overlay/test_pass.
+        proc = self.run_runner("-j", "1")
         self.assertEqual(proc.returncode, 1)
         self.assertEqual(self.last_line(proc), "0 passed, 1 failed, 1 skipped")
         self.assertIn("1 test file(s) not run", proc.stdout)
@@ -317,6 +317,13 @@ class TestShardsAndTimes(RunnerTestBase):
         split = [[s.name for s in runner.shard(suites, i, 2, times)] for i in (1, 2)]
         self.assertEqual(split, [["a"], ["b", "c", "new"]])
         self.assertEqual(runner.estimates(["x"], {}), {"x": runner.shards.DEFAULT_DURATION})
+
+    def test_parallel_runs_start_longest_first(self) -> None:
+        suites = [runner.Suite(n, Path(n), "overlay", Path()) for n in ("a", "b", "c", "new")]
+        times = {"a": 10.0, "b": 100.0, "c": 10.0}  # unknown "new": the average, 40
+        self.assertEqual([s.name for s in runner.longest_first(suites, times)], ["b", "new", "a", "c"])
+        self.assertGreaterEqual(runner.DEFAULT_JOBS, 1)
+        self.assertLessEqual(runner.DEFAULT_JOBS, 2)
 
     def test_bad_shard_arguments(self) -> None:
         self.assertEqual(self.run_runner("--shard", "3", "2").returncode, 2)
