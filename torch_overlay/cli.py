@@ -6,6 +6,7 @@ import argparse
 import errno
 import json
 import os
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -301,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         log.error("interrupted")
         return 130
+    except BrokenPipeError:
+        # Whoever read our output stopped (`status | head`): not a failure, as for git and ls.
+        # stdout now points at /dev/null, so the interpreter's final flush cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:  # every failure ends as one line; --debug adds the traceback
         if log.is_verbose():
             traceback.print_exc()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -51,6 +52,17 @@ class TestUsageAndInput(CliTestCase):
         for line in ("0  success", "1  a check failed", "2  usage or input error", "3  the tool or its environment broke"):
             self.assertIn(line, text)
         self.assertIn("-v, --debug", text)
+
+    def test_closed_output_pipe_is_not_an_error(self) -> None:
+        # `status | head -1`: the reader is gone before the tool writes; like git, exit 0 quietly.
+        read_end, write_end = os.pipe()
+        os.close(read_end)
+        try:
+            result = subprocess.run([sys.executable, "-m", "torch_overlay", "status"], cwd=self.p.root,
+                                    env=self.p.env(), stdout=write_end, stderr=subprocess.PIPE, text=True)
+        finally:
+            os.close(write_end)
+        self.assertEqual((result.returncode, result.stderr), (0, ""))
 
     def test_unknown_command_is_a_usage_error(self) -> None:
         self.assertEqual(self.p.tool("frobnicate", check=False).returncode, 2)
