@@ -45,11 +45,13 @@ c10::DeviceIndex current_device() {
 
 static void check_index(c10::DeviceIndex index) {
   const auto count = device_count();
+  // Worded like the other accelerators' message ("The device index is out
+  // of range"), so device-generic code and tests can match one text.
   TORCH_CHECK(
       index >= 0 && index < count,
-      "Invalid openreg device index ",
+      "The device index is out of range: invalid openreg device index ",
       static_cast<int>(index),
-      ": there are ",
+      ", there are ",
       static_cast<int>(count),
       " openreg device(s), valid indices are 0..",
       static_cast<int>(count) - 1);

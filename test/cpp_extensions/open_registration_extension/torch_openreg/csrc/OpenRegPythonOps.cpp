@@ -25,19 +25,27 @@ int64_t op_current_device() {
   return current_device();
 }
 
+// Op schemas carry int64 and a c10::DeviceIndex is an int8: check before
+// narrowing, so 1000 is reported as 1000, not as what it wraps to.
+c10::DeviceIndex narrow_index(int64_t device) {
+  TORCH_CHECK(
+      device >= -1 && device <= INT8_MAX,
+      "The device index is out of range: invalid openreg device index ", device);
+  return static_cast<c10::DeviceIndex>(device);
+}
+
 void op_set_device(int64_t device) {
-  set_device(static_cast<c10::DeviceIndex>(device));
+  set_device(narrow_index(device));
 }
 
 int64_t op_exchange_device(int64_t device) {
   const auto old = current_device();
-  set_device(static_cast<c10::DeviceIndex>(device));
+  set_device(narrow_index(device));
   return old;
 }
 
 int resolve(int64_t device) {
-  TORCH_CHECK(device >= -1 && device <= INT8_MAX, "Invalid openreg device index ", device);
-  return resolve_device_index(static_cast<c10::DeviceIndex>(device));
+  return resolve_device_index(narrow_index(device));
 }
 
 void op_synchronize(int64_t device) {
@@ -234,6 +242,19 @@ int64_t op_initial_seed(int64_t device) {
   return static_cast<int64_t>(gen.current_seed());
 }
 
+// Offsets travel as int64 like seeds; the generator checks the value.
+int64_t op_get_offset(int64_t device) {
+  auto gen = default_generator(resolve(device));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return static_cast<int64_t>(gen.get_offset());
+}
+
+void op_set_offset(int64_t device, int64_t offset) {
+  auto gen = default_generator(resolve(device));
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_offset(static_cast<uint64_t>(offset));
+}
+
 at::Tensor op_get_rng_state(int64_t device) {
   auto gen = default_generator(resolve(device));
   std::lock_guard<std::mutex> lock(gen.mutex());
@@ -275,6 +296,8 @@ TORCH_LIBRARY(_openreg, m) {
   m.def("manual_seed(int device, int seed) -> ()", &op_manual_seed);
   m.def("seed(int device) -> int", &op_seed);
   m.def("initial_seed(int device) -> int", &op_initial_seed);
+  m.def("get_offset(int device) -> int", &op_get_offset);
+  m.def("set_offset(int device, int offset) -> ()", &op_set_offset);
   m.def("get_rng_state(int device) -> Tensor", &op_get_rng_state);
   m.def("set_rng_state(int device, Tensor state) -> ()", &op_set_rng_state);
 }

@@ -244,16 +244,16 @@ class TestOpenRegDevices(TestCase):
         self.assertEqual(t.cpu(), torch.zeros(3))
 
     def test_invalid_device_index_raises(self):
-        msg = f"Invalid openreg device index 7: there are {torch.openreg.device_count()} openreg device"
+        msg = f"The device index is out of range: invalid openreg device index 7, there are {torch.openreg.device_count()} openreg device"
         with self.assertRaisesRegex(RuntimeError, msg):
             torch.empty(3, device="openreg:7")
         with self.assertRaisesRegex(RuntimeError, msg):
             torch.ones(3).to("openreg:7")
-        with self.assertRaisesRegex(RuntimeError, "Invalid openreg device index 9"):
+        with self.assertRaisesRegex(RuntimeError, "out of range: invalid openreg device index 9"):
             torch.openreg.set_device(9)
-        with self.assertRaisesRegex(RuntimeError, "Invalid openreg device index"):
+        with self.assertRaisesRegex(RuntimeError, "The device index is out of range"):
             torch.openreg.memory_allocated(42)
-        with self.assertRaisesRegex(RuntimeError, "Invalid openreg device index"):
+        with self.assertRaisesRegex(RuntimeError, "The device index is out of range"):
             with torch.openreg.device(3):
                 pass
         # Nothing was left half-switched.
