@@ -358,6 +358,13 @@ std::optional<c10::Device> common_device(const c10::OperatorHandle& op, const to
 }
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  // Without this check an operator with neither an openreg nor a CPU kernel
+  // (a CUDA-only one) fails inside the fallback with an error about the
+  // 'CPU' backend, which the caller never asked for.
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      op.hasComputedKernelForDispatchKey(c10::DispatchKey::CPU),
+      "openreg has no kernel for ", op.schema().operator_name(),
+      " and cannot run it on the CPU either (the operator has no CPU kernel)");
   const auto& schema_args = op.schema().arguments();
   const auto num_args = schema_args.size();
   const auto begin = stack->size() - num_args;
