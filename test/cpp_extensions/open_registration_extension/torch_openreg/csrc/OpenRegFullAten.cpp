@@ -38,6 +38,7 @@ TORCH_LIBRARY_IMPL(aten, AutocastPrivateUse1, m) {
   KERNEL_PRIVATEUSEONE(log_softmax, int, fp32)
   KERNEL_PRIVATEUSEONE(mse_loss, fp32)
   KERNEL_PRIVATEUSEONE(sum, fp32)
+  KERNEL_PRIVATEUSEONE(dot, fp32)
   // Mixed-dtype inputs: promote to the widest type.
   KERNEL_PRIVATEUSEONE(cat, promote)
   KERNEL_PRIVATEUSEONE(stack, promote)
