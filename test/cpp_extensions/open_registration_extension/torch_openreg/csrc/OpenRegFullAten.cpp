@@ -3,7 +3,8 @@
 //  * autocast (AMP) policies: which operators run in lower precision and
 //    which are forced to float32 under `torch.autocast("openreg")`;
 //  * scaled dot product attention through the "overrideable" SDPA backend,
-//    the slot PyTorch reserves for out-of-tree devices' fused attention.
+//    the slot PyTorch reserves for out-of-tree devices' fused attention;
+//  * the fused LSTM and GRU cells nn.LSTM and nn.GRU use on accelerators.
 #include <ATen/ATen.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/autocast_mode.h>
@@ -134,7 +135,116 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fused_attention_backward(
   return {grad_q, grad_k, grad_v, grad_bias};
 }
 
+// -------------------------------------------------------- LSTM, GRU cells
+//
+// nn.LSTM and nn.GRU on an accelerator (cuda, xpu, privateuse1) run each
+// step through the fused cell kernels, which ATen implements for CUDA only.
+// Here they are composed of ATen ops on openreg tensors. The workspace saved
+// for backward holds what CUDA's kernels keep there.
+
+// Whether the cell has biases: both or neither, as the CUDA kernels require.
+bool has_biases(
+    const char* op, const std::optional<Tensor>& input_bias, const std::optional<Tensor>& hidden_bias) {
+  const bool has_input_bias = input_bias.has_value() && input_bias->defined();
+  const bool has_hidden_bias = hidden_bias.has_value() && hidden_bias->defined();
+  TORCH_CHECK(
+      has_input_bias == has_hidden_bias,
+      op, ": input_bias and hidden_bias must both be given or both be None");
+  return has_input_bias;
+}
+
+// Workspace: the activated gates [i, f, g, o].
+std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell(
+    const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& cx,
+    const std::optional<Tensor>& input_bias, const std::optional<Tensor>& hidden_bias) {
+  Tensor gates = input_gates + hidden_gates;
+  if (has_biases("_thnn_fused_lstm_cell", input_bias, hidden_bias)) {
+    gates = gates + *input_bias + *hidden_bias;
+  }
+  const auto chunks = gates.chunk(4, 1);
+  const Tensor i = chunks[0].sigmoid();
+  const Tensor f = chunks[1].sigmoid();
+  const Tensor g = chunks[2].tanh();
+  const Tensor o = chunks[3].sigmoid();
+  const Tensor cy = f * cx + i * g;
+  const Tensor hy = o * cy.tanh();
+  return {hy, cy, at::cat({i, f, g, o}, 1)};
+}
+
+// Gradients of the pre-activation gates (one tensor for both the input and
+// the hidden gates, which are summed in the forward), of cx and of the bias.
+std::tuple<Tensor, Tensor, Tensor> fused_lstm_cell_backward_impl(
+    const std::optional<Tensor>& grad_hy, const std::optional<Tensor>& grad_cy,
+    const Tensor& cx, const Tensor& cy, const Tensor& workspace, bool has_bias) {
+  const bool has_grad_hy = grad_hy.has_value() && grad_hy->defined();
+  const bool has_grad_cy = grad_cy.has_value() && grad_cy->defined();
+  if (!has_grad_hy && !has_grad_cy) {
+    return {Tensor(), Tensor(), Tensor()};
+  }
+  const auto gates = workspace.chunk(4, 1);
+  const Tensor& i = gates[0];
+  const Tensor& f = gates[1];
+  const Tensor& g = gates[2];
+  const Tensor& o = gates[3];
+  const Tensor tanh_cy = cy.tanh();
+  Tensor grad_c = has_grad_cy ? *grad_cy : at::zeros_like(cy);
+  Tensor grad_o = at::zeros_like(o);
+  if (has_grad_hy) {
+    grad_c = grad_c + *grad_hy * o * (1 - tanh_cy * tanh_cy);
+    grad_o = *grad_hy * tanh_cy;
+  }
+  const Tensor grad_gates = at::cat(
+      {grad_c * g * i * (1 - i), grad_c * cx * f * (1 - f), grad_c * i * (1 - g * g),
+       grad_o * o * (1 - o)},
+      1);
+  const Tensor grad_bias = has_bias ? grad_gates.sum(0) : Tensor();
+  return {grad_gates, grad_c * f, grad_bias};
+}
+
+// Workspace: [r, z, n, hn, hx], the activated reset, update and new gates,
+// the hidden part of the new gate (bias included) and the previous state.
+std::tuple<Tensor, Tensor> fused_gru_cell(
+    const Tensor& input_gates, const Tensor& hidden_gates, const Tensor& hx,
+    const std::optional<Tensor>& input_bias, const std::optional<Tensor>& hidden_bias) {
+  Tensor in_gates = input_gates;
+  Tensor hid_gates = hidden_gates;
+  if (has_biases("_thnn_fused_gru_cell", input_bias, hidden_bias)) {
+    in_gates = in_gates + *input_bias;
+    hid_gates = hid_gates + *hidden_bias;
+  }
+  const auto in = in_gates.chunk(3, 1);
+  const auto hid = hid_gates.chunk(3, 1);
+  const Tensor r = (in[0] + hid[0]).sigmoid();
+  const Tensor z = (in[1] + hid[1]).sigmoid();
+  const Tensor n = (in[2] + r * hid[2]).tanh();
+  const Tensor hy = n + z * (hx - n);
+  return {hy, at::cat({r, z, n, hid[2], hx}, 1)};
+}
+
+// Gradients of the input gates, the hidden gates, hx and the two biases.
+std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> fused_gru_cell_backward(
+    const Tensor& grad_hy, const Tensor& workspace, bool has_bias) {
+  const auto saved = workspace.chunk(5, 1);
+  const Tensor& r = saved[0];
+  const Tensor& z = saved[1];
+  const Tensor& n = saved[2];
+  const Tensor& hn = saved[3];
+  const Tensor& hx = saved[4];
+  const Tensor grad_n = grad_hy * (1 - z) * (1 - n * n);
+  const Tensor grad_r = grad_n * hn * r * (1 - r);
+  const Tensor grad_z = grad_hy * (hx - n) * z * (1 - z);
+  const Tensor grad_input_gates = at::cat({grad_r, grad_z, grad_n}, 1);
+  const Tensor grad_hidden_gates = at::cat({grad_r, grad_z, grad_n * r}, 1);
+  const Tensor grad_input_bias = has_bias ? grad_input_gates.sum(0) : Tensor();
+  const Tensor grad_hidden_bias = has_bias ? grad_hidden_gates.sum(0) : Tensor();
+  return {grad_input_gates, grad_hidden_gates, grad_hy * z, grad_input_bias, grad_hidden_bias};
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
+  m.impl("_thnn_fused_gru_cell", TORCH_FN(fused_gru_cell));
+  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(fused_gru_cell_backward));
+  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward_impl));
   m.impl("_fused_sdp_choice", TORCH_FN(fused_sdp_choice));
   m.impl("_scaled_dot_product_fused_attention_overrideable", TORCH_FN(fused_attention_forward));
   m.impl("_scaled_dot_product_fused_attention_overrideable_backward", TORCH_FN(fused_attention_backward));
