@@ -579,6 +579,11 @@ struct OpenRegGeneratorImpl final : public c10::GeneratorImpl {
   }
   // State: 16 bytes, the seed then the offset (native byte order).
   void set_state(const c10::TensorImpl& new_state) override {
+    // A state is host data (get_state returns a CPU tensor): the bytes of a
+    // device tensor are not host-readable.
+    TORCH_CHECK(
+        new_state.device_type() == c10::kCPU,
+        "openreg RNG state must be a CPU tensor (as get_rng_state returns it), got one on ", new_state.device());
     TORCH_CHECK(
         new_state.dtype() == caffe2::TypeMeta::Make<uint8_t>() && new_state.numel() == 16,
         "openreg RNG state must be a uint8 tensor of 16 bytes, got ", new_state.numel(), " elements of ", new_state.dtype());

@@ -390,6 +390,10 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   // Random ops: CPU kernels only accept CPU generators, so substitute the
   // CPU generator backing the openreg one (the device default when none was
   // given). This makes torch.openreg.manual_seed control openreg randomness.
+  // A generator of another device type is refused, as CUDA refuses one: an
+  // openreg generator also routes a CPU op here (its dispatch key joins the
+  // op's), and a CPU generator would silently draw from the CPU's stream.
+  const c10::DeviceType op_type = device.has_value() ? device->type() : c10::kCPU;
   for (size_t i = 0; i < num_args; ++i) {
     if (!is_generator_argument(schema_args[i])) {
       continue;
@@ -397,9 +401,15 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     c10::IValue& value = (*stack)[begin + i];
     if (value.isNone()) {
       value = backing_cpu_generator(default_generator(-1));
-    } else if (value.isGenerator() && value.toGenerator().device().is_privateuseone()) {
-      value = backing_cpu_generator(value.toGenerator());
+      continue;
     }
+    const at::Generator gen = value.toGenerator();
+    TORCH_CHECK(
+        gen.device().type() == op_type,
+        "Expected a '", c10::DeviceTypeName(op_type, /*lower_case=*/true),
+        "' device type for generator but found '", c10::DeviceTypeName(gen.device().type(), /*lower_case=*/true),
+        "' (when checking arguments for ", op.schema().operator_name(), ")");
+    value = backing_cpu_generator(gen);
   }
 
   at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
