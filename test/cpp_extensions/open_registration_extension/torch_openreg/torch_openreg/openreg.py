@@ -30,6 +30,7 @@ __all__ = [
     "device_count",
     "empty_cache",
     "get_amp_supported_dtype",
+    "get_offset",
     "get_rng_state",
     "get_rng_state_all",
     "init",
@@ -48,6 +49,7 @@ __all__ = [
     "seed",
     "seed_all",
     "set_device",
+    "set_offset",
     "set_rng_state",
     "set_rng_state_all",
     "set_stream",
@@ -237,6 +239,17 @@ def get_rng_state(device: DeviceLike = _DEVICE_TYPE) -> torch.Tensor:
 
 def set_rng_state(new_state: torch.Tensor, device: DeviceLike = _DEVICE_TYPE) -> None:
     _ops.set_rng_state(_device_index(device), new_state)
+
+
+def get_offset(device: DeviceLike = _DEVICE_TYPE) -> int:
+    """Offset of the device's default generator: 4 per random kernel run since it was seeded."""
+    return _ops.get_offset(_device_index(device)) & _UINT64_MASK
+
+
+def set_offset(offset: int, device: DeviceLike = _DEVICE_TYPE) -> None:
+    """Move the device's default generator to `offset` (a multiple of 4): the next random
+    kernel then draws what the kernel run at that offset after seeding drew."""
+    _ops.set_offset(_device_index(device), _to_int64(offset))
 
 
 def get_rng_state_all() -> list[torch.Tensor]:
