@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <unordered_map>
 
 namespace openreg {
 namespace {
@@ -119,44 +121,62 @@ int64_t op_allocation_count(int64_t device) {
   return static_cast<int64_t>(count);
 }
 
-// Backend metadata: per-tensor state a backend keeps beside the data (here a
-// flag a real backend might use for a private memory format). It lives on
-// the TensorImpl, and torch.save / torch.load carry it through the
-// TensorBackendMetaRegistry functions below.
+// Backend metadata: named flags a backend keeps beside a tensor's data (a
+// real backend might mark a private memory format with one). They live on
+// the TensorImpl; torch.save / torch.load and
+// torch._utils.get_tensor_metadata / set_tensor_metadata reach them through
+// the TensorBackendMetaRegistry functions below.
+using MetaFlags = std::unordered_map<std::string, bool>;
 constexpr const char* kPrivateFormatKey = "openreg_private_format";
 
 struct OpenRegBackendMeta final : public c10::BackendMeta {
-  explicit OpenRegBackendMeta(bool private_format) : private_format(private_format) {}
+  explicit OpenRegBackendMeta(MetaFlags flags) : flags(std::move(flags)) {}
   c10::intrusive_ptr<c10::BackendMeta> clone(const c10::intrusive_ptr<c10::BackendMeta>&) const override {
-    return c10::make_intrusive<OpenRegBackendMeta>(private_format);
+    return c10::make_intrusive<OpenRegBackendMeta>(flags);
   }
-  bool private_format;
+  MetaFlags flags;
 };
 
-void op_set_private_format(const at::Tensor& self, bool value) {
-  TORCH_CHECK(self.is_privateuseone(), "set_private_format expects an openreg tensor, got one on ", self.device());
-  self.unsafeGetTensorImpl()->set_backend_meta(c10::make_intrusive<OpenRegBackendMeta>(value));
+// nullptr when the tensor carries no OpenReg metadata.
+const OpenRegBackendMeta* backend_meta(const at::Tensor& t) {
+  return dynamic_cast<const OpenRegBackendMeta*>(t.unsafeGetTensorImpl()->get_backend_meta());
 }
 
-// None when the tensor carries no OpenReg metadata.
+// Adds `flags` to the tensor's metadata (a flag given again is overwritten).
+void set_meta_flags(const at::Tensor& t, const MetaFlags& flags) {
+  TORCH_CHECK(t.is_privateuseone(), "OpenReg backend metadata needs an openreg tensor, got one on ", t.device());
+  const auto* old = backend_meta(t);
+  MetaFlags merged = old == nullptr ? MetaFlags() : old->flags;
+  for (const auto& [key, value] : flags) {
+    merged[key] = value;
+  }
+  t.unsafeGetTensorImpl()->set_backend_meta(c10::make_intrusive<OpenRegBackendMeta>(std::move(merged)));
+}
+
+void op_set_private_format(const at::Tensor& self, bool value) {
+  set_meta_flags(self, {{kPrivateFormatKey, value}});
+}
+
+// None when the tensor carries no private-format flag.
 std::optional<bool> op_private_format(const at::Tensor& self) {
-  auto* meta = dynamic_cast<OpenRegBackendMeta*>(self.unsafeGetTensorImpl()->get_backend_meta());
+  const auto* meta = backend_meta(self);
   if (meta == nullptr) {
     return std::nullopt;
   }
-  return meta->private_format;
+  const auto it = meta->flags.find(kPrivateFormatKey);
+  return it == meta->flags.end() ? std::nullopt : std::optional<bool>(it->second);
 }
 
-void serialize_backend_meta(const at::Tensor& t, std::unordered_map<std::string, bool>& metadata) {
-  if (const auto value = op_private_format(t)) {
-    metadata[kPrivateFormatKey] = *value;
+void serialize_backend_meta(const at::Tensor& t, MetaFlags& metadata) {
+  if (const auto* meta = backend_meta(t)) {
+    metadata.insert(meta->flags.begin(), meta->flags.end());
   }
 }
 
-void deserialize_backend_meta(const at::Tensor& t, std::unordered_map<std::string, bool>& metadata) {
-  const auto it = metadata.find(kPrivateFormatKey);
-  if (it != metadata.end()) {
-    op_set_private_format(t, it->second);
+// torch.load calls this for every openreg tensor, most with no flags.
+void deserialize_backend_meta(const at::Tensor& t, MetaFlags& metadata) {
+  if (!metadata.empty()) {
+    set_meta_flags(t, metadata);
   }
 }
 
