@@ -9,7 +9,7 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 import torch
 import torch.nn.functional as F
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
 

@@ -16,7 +16,7 @@ import unittest
 import psutil
 import torch
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 CPP_FUNCTIONS = ("custom_autograd_fn_returns_self", "custom_autograd_fn_aliasing")
 

@@ -15,7 +15,7 @@ import unittest
 
 import torch
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 DEADLINE_S = 60.0
 OUT_OF_RANGE = "The device index is out of range"

@@ -20,7 +20,7 @@ from torch.testing._internal.common_device_type import (
     skipPRIVATEUSE1If,
 )
 from torch.testing._internal.common_dtype import all_types_and_complex_and
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 ALL_DTYPES = all_types_and_complex_and(torch.bool, torch.half, torch.bfloat16)
 

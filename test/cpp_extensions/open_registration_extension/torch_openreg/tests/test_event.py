@@ -12,7 +12,7 @@ import os
 
 import torch
 import torch_openreg
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 INVALID_RESOURCE_HANDLE = 6  # orErrorInvalidResourceHandle, runtime/include/openreg.h
 
@@ -84,7 +84,7 @@ class TestOpenRegUnknownStreamsAndEvents(TestCase):
         for stream_id in (-3, 9, 1 << 40):
             with self.subTest(stream_id=stream_id):
                 forged = torch.Stream(stream_id=stream_id, device_index=0, device_type=device_type)
-                for use in (forged.query, forged.synchronize, lambda: torch.openreg.set_stream(forged)):
+                for use in (forged.query, forged.synchronize, lambda s=forged: torch.openreg.set_stream(s)):
                     with self.assertRaisesRegex(RuntimeError, f"Invalid openreg stream id {stream_id}"):
                         use()
         self.assertEqual(torch.openreg.current_stream().stream_id, 0)

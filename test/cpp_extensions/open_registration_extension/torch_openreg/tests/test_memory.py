@@ -11,7 +11,7 @@ import gc
 
 import torch
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 BLOCK = 512  # the allocator rounds every request up to this
 

@@ -12,7 +12,7 @@ import types
 import torch
 import torch_openreg  # noqa: F401
 from torch.nn.utils.rnn import PackedSequence
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 from torch.utils.backend_registration import _get_custom_mod_func
 
 LEGACY_TYPES = {

@@ -11,7 +11,7 @@ import torch
 import torch_openreg  # noqa: F401
 from torch.testing._internal.common_device_type import instantiate_device_type_tests, ops
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 from torch.utils._pytree import tree_leaves, tree_map_only
 
 # Pointwise, reduction, linear algebra, indexing and shape operators: each

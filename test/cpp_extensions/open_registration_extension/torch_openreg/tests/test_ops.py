@@ -12,7 +12,7 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 import torch
 import torch_openreg  # noqa: F401
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 FACTORIES = {
     "empty": lambda **kw: torch.empty(2, 3, **kw),
@@ -120,12 +120,15 @@ class TestOpenRegRefusedOps(TestCase):
         # CUDA-only operators: no openreg kernel and no CPU one for the fallback.
         x = torch.ones(2, 4, device="openreg")
         calls = {
-            "aten::_cudnn_rnn_flatten_weight": lambda: torch._cudnn_rnn_flatten_weight([x], 1, 4, 0, 4, 0, 1, False, False),
+            "aten::_cudnn_rnn_flatten_weight": lambda: torch._cudnn_rnn_flatten_weight(
+                [x], 1, 4, 0, 4, 0, 1, False, False
+            ),
             "aten::_fused_dropout": lambda: torch._fused_dropout(x, 0.5),
         }
         for name, call in calls.items():
             with self.subTest(op=name):
-                with self.assertRaisesRegex(NotImplementedError, f"openreg has no kernel for {name} and cannot run it on the CPU"):
+                message = f"openreg has no kernel for {name} and cannot run it on the CPU"
+                with self.assertRaisesRegex(NotImplementedError, message):
                     call()
         self.assertEqual((x + 1).cpu(), torch.full((2, 4), 2.0))
 

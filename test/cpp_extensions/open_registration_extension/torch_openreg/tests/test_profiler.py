@@ -14,7 +14,7 @@ import tempfile
 import torch
 import torch_openreg  # noqa: F401
 from torch.autograd.profiler import profile, record_function
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 
 class TestOpenRegProfiler(TestCase):

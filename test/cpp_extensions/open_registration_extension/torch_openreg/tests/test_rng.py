@@ -9,7 +9,7 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 
 import torch
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 STEP = 4  # offset units every random kernel consumes
 
@@ -103,11 +103,14 @@ class TestOpenRegWrongDeviceRandomness(TestCase):
         cases = {
             "cpu generator, openreg op": lambda: torch.rand(3, device="openreg", generator=torch.Generator()),
             "openreg generator, cpu op": lambda: torch.rand(3, generator=torch.Generator(device="openreg")),
-            "openreg generator, cpu tensor": lambda: torch.ones(3).bernoulli_(0.5, generator=torch.Generator("openreg")),
+            "openreg generator, cpu tensor": lambda: torch.ones(3).bernoulli_(
+                0.5, generator=torch.Generator("openreg")
+            ),
         }
+        message = "Expected a '(cpu|openreg)' device type for generator but found"
         for name, call in cases.items():
             with self.subTest(name):
-                with self.assertRaisesRegex(RuntimeError, "Expected a '(cpu|openreg)' device type for generator but found"):
+                with self.assertRaisesRegex(RuntimeError, message):
                     call()
 
     def test_state_of_another_device(self):

@@ -14,7 +14,7 @@ import torch
 import torch.nn as nn
 import torch_openreg  # noqa: F401
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 INPUT, HIDDEN, SEQ, BATCH = 3, 4, 3, 2
 
@@ -62,7 +62,7 @@ class TestOpenRegRNN(TestCase):
                 unpack = (lambda s: s) if cls is nn.LSTM else (lambda s: s[0])
                 expected = _run(cpu, xc, None if h0 is None else unpack(h0))
                 actual = _run(dev, xd, None if h0 is None else unpack(tuple(t.to(device) for t in h0)))
-                for a, e in zip(actual, expected):
+                for a, e in zip(actual, expected, strict=True):
                     self.assertEqual(a.device.type, torch.device(device).type)
                     self.assertEqual(a.cpu(), e)
                 self.assertEqual(xd.grad.cpu(), xc.grad)
@@ -97,7 +97,7 @@ class TestOpenRegRNN(TestCase):
                 cy = i.sigmoid() * g.tanh() + f.sigmoid() * c
                 hy = o.sigmoid() * cy.tanh()
                 (hy, cy)[used].sum().backward()
-                for t, r in zip(inputs, ref):
+                for t, r in zip(inputs, ref, strict=True):
                     self.assertEqual(t.grad.cpu(), r.grad)
 
 

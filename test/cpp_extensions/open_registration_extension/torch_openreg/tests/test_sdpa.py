@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 import torch_openreg  # noqa: F401
 from torch.nn.attention import SDPBackend
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 
 class TestOpenRegSDPA(TestCase):
@@ -29,7 +29,7 @@ class TestOpenRegSDPA(TestCase):
         self.assertEqual(out.cpu(), ref)
         ref.square().sum().backward()
         out.square().sum().backward()
-        for d, c in zip(dev_in, cpu_in):
+        for d, c in zip(dev_in, cpu_in, strict=True):
             self.assertEqual(d.grad.cpu(), c.grad)
         if with_bias:
             self.assertEqual(dev_bias.grad.cpu(), cpu_bias.grad)

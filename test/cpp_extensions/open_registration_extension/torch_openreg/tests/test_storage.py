@@ -12,7 +12,7 @@ import io
 
 import torch
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 
 FLAGS = {"version_number": True, "format_number": False}
 

@@ -7,7 +7,7 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 
 import torch
 import torch_openreg  # noqa: F401
-from torch.testing._internal.common_utils import run_tests, TestCase
+from torch.testing._internal.common_utils import TestCase, run_tests
 from torch.utils.data import DataLoader, TensorDataset
 
 
