@@ -156,7 +156,8 @@ def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     options = BenchOptions(
         parts=select_parts(args.only or (), every=args.all), repeat=args.repeat, workdir=args.workdir,
-        float_programs=tuple(args.float_programs), output=args.output, chart=not args.no_chart, as_json=args.json,
+        float_programs=tuple(args.float_programs), every_config=args.all, output=args.output,
+        chart=not args.no_chart, as_json=args.json,
     )
     return run_bench(project, pin, options)
 
@@ -257,7 +258,9 @@ def parser() -> argparse.ArgumentParser:
 def bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", nargs="+", choices=PART_NAMES, metavar="PART",
                    help=f"only these parts ({', '.join(PART_NAMES)}); default: {', '.join(DEFAULT_PARTS)}")
-    p.add_argument("--all", action="store_true", help="every part, including the full test suite (slow)")
+    p.add_argument("--all", action="store_true",
+                   help="every part, including the full test suite, and every optim_db configuration in the "
+                        "kernels part (slow)")
     p.add_argument("--repeat", type=int, default=BenchOptions.repeat, metavar="N",
                    help="runs per measurement, median reported (default: 3)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")

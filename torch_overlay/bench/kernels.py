@@ -1,7 +1,10 @@
 """Part `kernels`: what inductor emits (programs/kernel_metrics.py: in-place programs without an
 aliasing hazard and compiled `optim_db` optimizer steps) on stock and the overlay. The mutation
 and aliasing fixes refuse unsafe in-place rewrites; this part checks they cost no kernel and no
-byte where the rewrite was safe."""
+byte where the rewrite was safe. The optimizer steps make kernel counts a contract for the
+hyperparameter inputs (0010, 0017), which change what inductor fuses: each optimizer's first
+`optim_db` configuration (every one with `bench --all`: many times longer) x `foreach` x
+`score_fusion_memory_threshold` (default and 1) x a constant and a scheduled learning rate."""
 
 from __future__ import annotations
 
@@ -20,7 +23,8 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
     trees = ws.both_trees()
     log("kernels: in-place programs and compiled optimizer steps on stock and overlay (minutes)")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        futures = {side: pool.submit(run_under, tree, [program("kernel_metrics")], f"kernel metrics on {side}")
+        args = [program("kernel_metrics"), *(["--all-configs"] if options.every_config else [])]
+        futures = {side: pool.submit(run_under, tree, args, f"kernel metrics on {side}")
                    for side, tree in trees.items()}
         sides = {side: future.result()["programs"] for side, future in futures.items()}
     programs: Json = {name: {side: _counts(sides[side][name]) for side in trees} for name in sides["stock"]}
@@ -35,9 +39,9 @@ def summarize(programs: Json) -> Json:
     """The part's record from each program's counts on both sides.
 
     Kernels may not grow anywhere, bytes not for in-place programs. A compiled optimizer step
-    reads its learning rate from a 0-d tensor input on the overlay (0010: one graph for every
-    value) where stock bakes it in as a constant (and recompiles for each new value): those few
-    bytes per step are reported, not counted against the overlay."""
+    reads a scheduled learning rate from a 0-d tensor input on the overlay (0010: one graph for
+    every value) where stock bakes it in as a constant (and recompiles for each new value): those
+    few bytes per step are reported, not counted against the overlay."""
     failing = sorted(name for name, entry in programs.items() if None in entry.values())
     compiled: Json = {name: entry for name, entry in programs.items() if name not in failing}
 
@@ -71,7 +75,8 @@ def rows(part: Json) -> list[Row]:
     stock, overlay = part["totals"]["stock"], part["totals"]["overlay"]
     return [row(
         f"Inductor output, {len(compiled) - optimizers} in-place programs without aliasing + "
-        f"{optimizers} compiled `optim_db` steps (`foreach` both ways; not compiling on a side: "
+        f"{optimizers} compiled `optim_db` steps (`foreach` both ways, `score_fusion_memory_threshold` "
+        f"default and 1, constant and scheduled learning rate; not compiling on a side: "
         f"{', '.join(part['not_compiled']) or 'none'}): stock vs overlay",
         f"{stock['kernels']} vs {overlay['kernels']} kernels; {stock['bytes'] / 1024:.1f} vs "
         f"{overlay['bytes'] / 1024:.1f} KiB accessed; more on the overlay: {len(part['more_on_overlay'])} programs "

@@ -27,6 +27,7 @@ class BenchOptions:
     repeat: int = 3                          # runs per measurement; the median is reported
     workdir: Path | None = None              # where temporary trees go (default: the cache dir)
     float_programs: tuple[str, ...] = ()     # floats part: only these catalog programs
+    every_config: bool = False               # kernels part: every optim_db configuration, not the first
     output: Path | None = None               # merge the results into this directory's results.json
     chart: bool = True                       # with output: also draw the chart
     as_json: bool = False                    # print the results as JSON rather than the table

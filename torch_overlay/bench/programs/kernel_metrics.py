@@ -7,16 +7,20 @@ cost the copies the pass exists to avoid. Two families, none picked by hand:
 * in-place programs: every in-place op of the mutation gate's family, writing into a graph
   input (the mutation is kept) or into a fresh intermediate (`x.clone()`, reinplaced), with a
   source that aliases nothing;
-* compiled optimizer steps: every `optim_db` optimizer with its default configuration,
-  `foreach` both ways where supported, two compiled `opt.step()` calls (state init, then the
-  steady step).
+* compiled optimizer steps: every `optim_db` optimizer in its first configuration (with
+  `--all-configs`: every configuration), `foreach` both ways where supported, at inductor's
+  default `score_fusion_memory_threshold` and at 1 (the value upstream's compiled-optimizer
+  tests pin kernel counts at), with a constant learning rate and with one a StepLR halves
+  after every step: two compiled `opt.step()` calls (state init, then the steady step).
 
 Caches are off so that every program is generated (a cache hit emits no kernel). Prints one
 JSON object: program name -> [generated kernels, bytes accessed], or null where the program
 does not compile.
 
-    python kernel_metrics.py            # every program
-    python kernel_metrics.py --list     # only the names
+    python kernel_metrics.py                  # every program
+    python kernel_metrics.py --list           # only the names
+    python kernel_metrics.py --only NAME...   # only these programs
+    python kernel_metrics.py --all-configs    # every optim_db configuration, not the first
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import cast
 
 import torch
@@ -93,33 +97,63 @@ def _optimizer_class(info: OptimizerInfo) -> Callable[..., torch.optim.Optimizer
     return cast(Callable[..., torch.optim.Optimizer], info.optim_cls)
 
 
-def _optimizer_program(info: OptimizerInfo, foreach: bool) -> Program:
+# Inductor's default, and the value upstream's compiled-optimizer tests pin kernel counts at.
+THRESHOLDS = {"default": inductor_config.score_fusion_memory_threshold, "1": 1}
+LEARNING_RATES = ("constant", "scheduled")
+
+
+def _optimizer_program(info: OptimizerInfo, config: int, foreach: bool, threshold: int, lr: str) -> Program:
     def run() -> None:
         generator = torch.Generator().manual_seed(0)
         params = [torch.randn(N, N, generator=generator, requires_grad=True),
                   torch.randn(N, generator=generator, requires_grad=True)]
         for p in params:
             p.grad = torch.randn(p.shape, generator=generator)
-        kwargs = dict(info.optim_inputs_func(device="cpu")[0].kwargs)
+        kwargs = dict(info.optim_inputs_func(device="cpu")[config].kwargs)
         kwargs.pop("lr", None)
+        kwargs.pop("foreach", None)
         opt = _optimizer_class(info)(params, lr=0.01, foreach=foreach, **kwargs)
+        # A scheduler writes a new float learning rate after every step (stock recompiles for it).
+        scheduler = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5) if lr == "scheduled" else None
         step = torch.compile(opt.step, backend="inductor")
-        step()
-        step()
+        with inductor_config.patch(score_fusion_memory_threshold=threshold):
+            for _ in range(2):
+                step()
+                if scheduler is not None:
+                    scheduler.step()
 
     return run
 
 
-def programs() -> Iterator[tuple[str, Program]]:
+def _optimizer_programs(info: OptimizerInfo, every_config: bool) -> Iterator[tuple[str, Program]]:
+    name = _optimizer_class(info).__name__
+    configs = info.optim_inputs_func(device="cpu")
+    for config in range(len(configs) if every_config else 1):
+        label = f"{name} ({configs[config].desc})" if every_config else name
+        for foreach in (False, True) if "foreach" in info.supported_impls else (False,):
+            for threshold_name, threshold in THRESHOLDS.items():
+                for lr in LEARNING_RATES:
+                    yield (f"{label} foreach={foreach} threshold={threshold_name} lr={lr}",
+                           _optimizer_program(info, config, foreach, threshold, lr))
+
+
+def programs(every_config: bool = False) -> Iterator[tuple[str, Program]]:
     for op in INPLACE:
         for target in ("input", "intermediate"):
             yield f"{op} into {target}", _inplace_program(op, target)
     for info in optim_db:
-        name = _optimizer_class(info).__name__
-        if name in ("LBFGS", "SparseAdam"):
+        if _optimizer_class(info).__name__ in ("LBFGS", "SparseAdam"):
             continue  # LBFGS takes a closure, SparseAdam sparse gradients: no plain compiled step
-        for foreach in (False, True) if "foreach" in info.supported_impls else (False,):
-            yield f"{name} foreach={foreach}", _optimizer_program(info, foreach)
+        yield from _optimizer_programs(info, every_config)
+
+
+def _selected(names: Sequence[str], every_config: bool) -> dict[str, Program]:
+    """The programs to run: all of them, or those named (an unknown name is an error)."""
+    table = dict(programs(every_config))
+    unknown = [name for name in names if name not in table]
+    if unknown:
+        sys.exit(f"kernel_metrics: unknown program(s) {', '.join(unknown)}; see --list")
+    return {name: table[name] for name in names} if names else table
 
 
 def measure(program: Program) -> list[int] | None:
@@ -138,6 +172,8 @@ def measure(program: Program) -> list[int] | None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--list", action="store_true", help="print the program names only")
+    p.add_argument("--only", nargs="+", default=[], metavar="NAME", help="only these programs")
+    p.add_argument("--all-configs", action="store_true", help="every optim_db configuration, not the first")
     args = p.parse_args()
     inductor_config.fx_graph_cache = False
     inductor_config.autotune_local_cache = False
@@ -145,10 +181,11 @@ def main() -> None:
     torch._dynamo.config.recompile_limit = 64
     # Inductor counts bytes only while its metrics log is on (the log itself goes to stderr).
     torch._logging.set_logs(inductor_metrics=True)
+    selected = _selected(args.only, args.all_configs)
     if args.list:
-        print(json.dumps([name for name, _ in programs()]))
+        print(json.dumps(list(selected)))
         return
-    result = {name: measure(program) for name, program in programs()}
+    result = {name: measure(program) for name, program in selected.items()}
     print(json.dumps({"torch": torch.__version__, "torch_file": torch.__file__, "programs": result}))
 
 
