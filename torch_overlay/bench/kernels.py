@@ -75,8 +75,7 @@ def rows(part: Json) -> list[Row]:
     stock, overlay = part["totals"]["stock"], part["totals"]["overlay"]
     return [row(
         f"Inductor output, {len(compiled) - optimizers} in-place programs without aliasing + "
-        f"{optimizers} compiled `optim_db` steps (`foreach` both ways, `score_fusion_memory_threshold` "
-        f"default and 1, constant and scheduled learning rate; not compiling on a side: "
+        f"{optimizers} compiled `optim_db` steps (`foreach` both ways; not compiling on a side: "
         f"{', '.join(part['not_compiled']) or 'none'}): stock vs overlay",
         f"{stock['kernels']} vs {overlay['kernels']} kernels; {stock['bytes'] / 1024:.1f} vs "
         f"{overlay['bytes'] / 1024:.1f} KiB accessed; more on the overlay: {len(part['more_on_overlay'])} programs "
