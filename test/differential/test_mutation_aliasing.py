@@ -140,8 +140,8 @@ UPSTREAM_ISSUES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (r"__(vmap|grad|vmap_grad_and_value)__dynamic$", (RAISES,), 181384),
     # Eager's memory-overlap checks (an operand overlapping the target, a written-to tensor
     # with internal overlap) are not made by compiled code on stock torch. The overlay makes
-    # them while tracing, except for add_: Dynamo rewrites `t.add_(s, alpha=a)` as
-    # `t.add_(s * a)`, a fresh operand in which the check cannot see the overlap.
+    # them while tracing (0021, and 0027 for `t.add_(s, alpha=a)`, which Dynamo rewrites as an
+    # add_ of a fresh product); what still runs compiled is tagged here.
     (r"", (NO_RAISE_OVERLAP,), 126474),
 )
 
