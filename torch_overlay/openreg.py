@@ -32,7 +32,6 @@ from .fault import fault_point
 from .lock import build_lock
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-EXTENSION_DIR = REPO_ROOT / "test/cpp_extensions/open_registration_extension/torch_openreg"
 PACKAGE_NAME = "torch_openreg"
 LIBRARY_NAME = "libtorch_openreg.so"
 MIN_CMAKE = (3, 18)

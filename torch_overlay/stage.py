@@ -32,8 +32,6 @@ from .prove import select
 from .series import Patch, read_series
 from .verdicts import Drift
 
-DEFAULT_BRANCH = "overlay-stack"
-
 
 @dataclass(frozen=True)
 class Decision:

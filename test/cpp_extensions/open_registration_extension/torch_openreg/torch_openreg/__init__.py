@@ -100,11 +100,6 @@ def _register_dynamo_parts() -> None:
         sys.meta_path.insert(0, _AfterDynamoImport())
 
 
-def _autoload() -> None:
-    """Entry point of the ``torch.backends`` group: importing this package
-    has already done all the registration."""
-
-
 _load_library()
 _register_backend()
 _register_dynamo_parts()
@@ -118,8 +113,3 @@ from .openreg import (  # noqa: E402,F401
     memory_allocated,
     set_device,
 )
-
-
-def _autoload() -> None:
-    """The `torch.backends` entry point: `import torch` imports this package, which registers
-    everything above; nothing is left to do here."""
