@@ -3,12 +3,12 @@
 // Only the operators that must touch device memory or tensor metadata
 // directly are implemented here (allocation, views, copies, resize/set_,
 // scalar reads, fill). Everything else goes through a boxed CPU fallback:
-// inputs are copied to the CPU, the CPU kernel runs, results are copied back.
+// the CPU kernel runs on CPU tensors aliasing the device memory (inside a
+// device access window), new results are copied to the device.
 #include "OpenRegCommon.h"
 
 #include <ATen/EmptyTensor.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/native/CPUFallback.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/abs.h>
 #include <ATen/ops/as_strided_native.h>
@@ -18,6 +18,7 @@
 #include <ATen/ops/view_as_complex_native.h>
 #include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
@@ -325,12 +326,13 @@ bool is_generator_argument(const c10::Argument& arg) {
 }
 
 // A real accelerator rejects mixing devices in one op; only 0-dim CPU tensors
-// (wrapped scalars) may join a device computation. The stock CPU fallback
-// would silently move everything to the CPU, so check first.
+// the op reads (wrapped scalars) may join a device computation, as
+// TensorIterator allows a CPU scalar as an input and never as an output. The
+// CPU kernel would accept any CPU tensor, so check first.
 std::optional<c10::Device> common_device(const c10::OperatorHandle& op, const torch::jit::Stack& args) {
   std::optional<c10::Device> common;
-  auto visit = [&](const Tensor& t) {
-    if (!t.defined() || (t.device().is_cpu() && t.dim() == 0)) {
+  auto visit = [&](const Tensor& t, bool written) {
+    if (!t.defined() || (t.device().is_cpu() && t.dim() == 0 && !written)) {
       return;
     }
     if (!common.has_value()) {
@@ -343,18 +345,238 @@ std::optional<c10::Device> common_device(const c10::OperatorHandle& op, const to
         *common, " and ", t.device(), "! (when checking arguments for ",
         op.schema().operator_name(), ")");
   };
-  for (const auto& value : args) {
+  const auto& schema_args = op.schema().arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& value = args[i];
+    const c10::AliasInfo* info = schema_args[i].alias_info();
+    const bool written = info != nullptr && info->isWrite();
     if (value.isTensor()) {
-      visit(value.toTensor());
+      visit(value.toTensor(), written);
     } else if (value.isTensorList()) {
       for (const Tensor& t : value.toTensorVector()) {
-        visit(t);
+        visit(t, written);
       }
     }
     // Optional tensor lists (index/index_put_ indices) may live on the CPU,
     // as CUDA allows.
   }
   return common;
+}
+
+// CPU tensors over the memory of openreg tensors, for running a CPU kernel in
+// place of a device kernel. A device kernel works on device memory as it is:
+// operands that alias stay aliased (so the kernel's overlap checks and
+// in-place semantics are the CPU kernel's), and a write lands in the
+// destination itself. OpenReg's device memory is host memory, so a CPU tensor
+// with the same storage base, offset, sizes and strides is that memory. All
+// tensors on one device storage share one host storage, which the kernel may
+// grow (resizing an out= tensor): the write-back then gives the device
+// storage the new bytes and the device tensors the layout the kernel chose.
+class HostAliases {
+ public:
+  Tensor alias(const Tensor& device_tensor) {
+    if (!device_tensor.defined() || !device_tensor.device().is_privateuseone()) {
+      return device_tensor;  // undefined, or a CPU operand the kernel reads as it is
+    }
+    // One tensor passed twice (x.logical_and_(y) calls logical_and.out(x, y, out=x))
+    // must be one tensor for the kernel too: TensorIterator tells an in-place
+    // write from an out= by the identity of its operands.
+    for (const auto& [known, host] : pairs_) {
+      if (known.unsafeGetTensorImpl() == device_tensor.unsafeGetTensorImpl()) {
+        return host;
+      }
+    }
+    Tensor host = at::empty({0}, cpu_options_like(device_tensor));
+    host.set_(host_storage(device_tensor.storage()), device_tensor.storage_offset(),
+              device_tensor.sizes(), device_tensor.strides());
+    host._set_conj(device_tensor.is_conj());
+    host._set_neg(device_tensor.is_neg());
+    pairs_.emplace_back(device_tensor, host);
+    return host;
+  }
+
+  // The device tensor a host tensor stands for (the same TensorImpl), if any.
+  std::optional<Tensor> device_tensor_of(const Tensor& host) const {
+    for (const auto& [device_tensor, alias] : pairs_) {
+      if (alias.unsafeGetTensorImpl() == host.unsafeGetTensorImpl()) {
+        return device_tensor;
+      }
+    }
+    return std::nullopt;
+  }
+
+  // A result that is not an argument but shares device memory with one (a
+  // kernel returning its input unchanged) becomes a host copy: the device
+  // memory is readable only inside the access window. Call inside it.
+  Tensor own_memory(const Tensor& result) const {
+    if (!result.defined() || device_tensor_of(result).has_value() || !result.has_storage()) {
+      return result;
+    }
+    for (const auto& [device_storage, host] : storages_) {
+      if (host.is_alias_of(result.storage())) {
+        return result.clone();
+      }
+    }
+    return result;
+  }
+
+  // Carries what the kernel did to the host tensors' storages and layouts
+  // (resize_, as_strided_, set_ on an out=) over to the device tensors.
+  void write_back(const c10::Stream& stream) {
+    for (const auto& [device_storage, host] : storages_) {
+      if (host.mutable_data() != device_storage.mutable_data() || host.nbytes() != device_storage.nbytes()) {
+        upload(stream, host, device_storage);
+      }
+    }
+    for (const auto& [device_tensor, host] : pairs_) {
+      adopt_layout(stream, device_tensor, host);
+    }
+  }
+
+ private:
+  c10::Storage host_storage(const c10::Storage& device_storage) {
+    for (const auto& [known, host] : storages_) {
+      if (known.is_alias_of(device_storage)) {
+        return host;
+      }
+    }
+    // Not owning the memory; resizable with the CPU allocator, so a resize
+    // by the kernel moves the host tensor to a fresh host buffer (copied
+    // back to the device by write_back) and never frees device memory.
+    c10::Storage host(
+        c10::Storage::use_byte_size_t(), device_storage.nbytes(),
+        c10::DataPtr(device_storage.mutable_data(), c10::Device(c10::kCPU)),
+        c10::GetCPUAllocator(), /*resizable=*/true);
+    storages_.emplace_back(device_storage, host);
+    return host;
+  }
+
+  static void upload(const c10::Stream& stream, const c10::Storage& host, const c10::Storage& device_storage) {
+    if (host.nbytes() > device_storage.nbytes()) {
+      resize_storage_bytes(device_storage, host.nbytes());
+    }
+    copy_async(stream, device_storage.mutable_data(), host.data(), host.nbytes(), orMemcpyHostToDevice,
+               {host, device_storage});
+  }
+
+  // A host tensor the kernel pointed at another storage (set_) gets a device
+  // storage of its own with those bytes; otherwise only sizes, strides and
+  // offset can have changed.
+  void adopt_layout(const c10::Stream& stream, const Tensor& device_tensor, const Tensor& host) {
+    c10::Storage storage = device_tensor.storage();
+    if (!is_host_storage_of(host.storage(), storage)) {
+      storage = c10::Storage(c10::Storage::use_byte_size_t(), host.storage().nbytes(), device_allocator(),
+                             /*resizable=*/true);
+      upload(stream, host.storage(), storage);
+    }
+    if (storage.is_alias_of(device_tensor.storage()) && device_tensor.sizes() == host.sizes() &&
+        device_tensor.strides() == host.strides() && device_tensor.storage_offset() == host.storage_offset()) {
+      return;
+    }
+    auto* impl = device_tensor.unsafeGetTensorImpl();
+    if (!storage.is_alias_of(device_tensor.storage())) {
+      impl->set_storage_keep_dtype(storage);
+    }
+    impl->set_sizes_and_strides(host.sizes(), host.strides(), host.storage_offset());
+  }
+
+  bool is_host_storage_of(const c10::Storage& host, const c10::Storage& device_storage) const {
+    for (const auto& [known, mine] : storages_) {
+      if (known.is_alias_of(device_storage)) {
+        return mine.is_alias_of(host);
+      }
+    }
+    return false;
+  }
+
+  std::vector<std::pair<c10::Storage, c10::Storage>> storages_;  // (device, host)
+  std::vector<std::pair<Tensor, Tensor>> pairs_;                  // (device, host)
+};
+
+// Replaces every openreg tensor of an argument by its host alias, and an
+// openreg device (a factory-style op) by the CPU, where the kernel allocates.
+c10::IValue host_argument(const c10::IValue& value, HostAliases& aliases) {
+  if (value.isTensor()) {
+    return aliases.alias(value.toTensor());
+  }
+  if (value.isTensorList()) {
+    std::vector<Tensor> hosts;
+    for (const Tensor& t : value.toTensorVector()) {
+      hosts.push_back(aliases.alias(t));
+    }
+    return c10::List<Tensor>(hosts);
+  }
+  if (value.isOptionalTensorList()) {
+    std::vector<std::optional<Tensor>> hosts;
+    for (const std::optional<Tensor>& t : value.toOptionalTensorVector()) {
+      hosts.push_back(t.has_value() ? std::optional<Tensor>(aliases.alias(*t)) : std::nullopt);
+    }
+    return c10::List<std::optional<Tensor>>(hosts);
+  }
+  if (value.isDevice() && value.toDevice().is_privateuseone()) {
+    return c10::Device(c10::kCPU);
+  }
+  return value;
+}
+
+// A result of the CPU kernel as the device kernel returns it: a destination
+// (in-place, out=) is the device tensor itself, a new tensor lives on the
+// device the op ran on, whatever device its first argument was on (a CPU
+// 0-dim operand joins a device computation, it does not move it).
+Tensor device_result(const Tensor& host, const HostAliases& aliases, c10::Device device) {
+  if (!host.defined()) {
+    return host;
+  }
+  if (auto destination = aliases.device_tensor_of(host)) {
+    return *destination;
+  }
+  return host.to(device);
+}
+
+// View operators cannot be served this way: their result must share the
+// storage and autograd's view tracking of the device tensor.
+void check_not_view(const c10::OperatorHandle& op, c10::Device device) {
+  for (const auto& ret : op.schema().returns()) {
+    const c10::AliasInfo* info = ret.alias_info();
+    TORCH_CHECK(
+        info == nullptr || info->isWrite(),
+        "The operator ", op.schema().operator_name(), " appears to be a view operator, but it has no "
+        "implementation for the backend \"", device, "\". View operators don't support falling back to "
+        "run on the CPU, since the tensor's storage cannot be shared across devices.");
+  }
+}
+
+// The CPU kernel run on host aliases of the device memory, synchronously,
+// inside a device access window (the caller waited for the current stream).
+void run_on_host_aliases(const c10::OperatorHandle& op, torch::jit::Stack* stack, c10::Device device) {
+  check_not_view(op, device);
+  HostAliases aliases;
+  const auto num_args = op.schema().arguments().size();
+  for (size_t i = stack->size() - num_args; i < stack->size(); ++i) {
+    (*stack)[i] = host_argument((*stack)[i], aliases);
+  }
+  const auto num_returns = op.schema().returns().size();
+  auto for_each_result = [&](const std::function<Tensor(const Tensor&)>& convert) {
+    for (size_t i = stack->size() - num_returns; i < stack->size(); ++i) {
+      c10::IValue& value = (*stack)[i];
+      if (value.isTensor()) {
+        value = convert(value.toTensor());
+      } else if (value.isTensorList()) {
+        std::vector<Tensor> results;
+        for (const Tensor& t : value.toTensorVector()) {
+          results.push_back(convert(t));
+        }
+        value = c10::List<Tensor>(results);
+      }
+    }
+  };
+  {
+    DeviceAccess access;
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), stack);
+    aliases.write_back(current_stream(device.is_privateuseone() ? device.index() : -1));
+    for_each_result([&](const Tensor& t) { return aliases.own_memory(t); });
+  }
+  for_each_result([&](const Tensor& t) { return device_result(t, aliases, device); });
 }
 
 void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
@@ -381,11 +603,10 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::OptionalDeviceGuard guard;
   if (device.has_value() && device->is_privateuseone()) {
     guard.reset_device(*device);
-    // The CPU kernel reads device memory directly: let the work already
-    // queued on the current stream finish first. Its own copies back to the
-    // device are then queued on that stream, in order.
-    synchronize_stream(current_stream(device->index()));
   }
+  // The CPU kernel reads device memory directly: let the work already queued
+  // on the current stream finish first.
+  synchronize_stream(current_stream(-1));
 
   // Random ops: CPU kernels only accept CPU generators, so substitute the
   // CPU generator backing the openreg one (the device default when none was
@@ -412,7 +633,9 @@ void cpu_fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
     value = backing_cpu_generator(gen);
   }
 
-  at::native::cpu_fallback(op, stack, /*error_on_views=*/true);
+  // Without an openreg device (a CPU op routed here by an openreg generator
+  // or an openreg index in an optional tensor list) results stay on the CPU.
+  run_on_host_aliases(op, stack, device.value_or(c10::Device(c10::kCPU)));
 }
 
 }  // namespace
@@ -473,6 +696,14 @@ Tensor custom_flat_view(const Tensor& self) {
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+}
+
+// mode's CompositeExplicitAutograd kernels refuse every device but cpu, cuda
+// and xpu before reaching a backend (they call a DispatchStub): a device
+// kernel here, the CPU one on the device memory, takes their place.
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mode", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
+  m.impl("mode.values", torch::CppFunction::makeFromBoxedFunction<&cpu_fallback>());
 }
 
 }  // namespace openreg

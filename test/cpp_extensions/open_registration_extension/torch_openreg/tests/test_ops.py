@@ -2,7 +2,8 @@
 """Operators on OpenReg beyond the OpInfo sweep: factories, the kernels
 OpenReg implements itself (``empty*``, ``set_``, ``resize_``, ``fill_``,
 copies, ``custom_abs``), the boxed CPU fallback (tensor lists, scalars,
-out= with strides), fake tensors on the device, and the errors a device
+out= with strides, the CPU kernel on the device memory: aliasing, overlap and
+out= resizing as on the CPU), fake tensors on the device, and the errors a device
 refuses with: mixing devices in one op, and an operator neither OpenReg nor
 the CPU has a kernel for.
 
@@ -10,8 +11,10 @@ Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 """
 
 import torch
+import torch.utils._pytree as pytree
 import torch_openreg  # noqa: F401
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.testing._internal.common_methods_invocations import op_db
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 FACTORIES = {
@@ -104,6 +107,116 @@ class TestOpenRegFallback(TestCase):
 
     def test_printing(self):
         self.assertIn("device='openreg:0'", repr(torch.ones(3, device="openreg")))
+
+
+def _expanded(t: torch.Tensor) -> torch.Tensor:
+    """`t`'s shape with its last dim of size > 1 expanded from one element (stride 0)."""
+    dims = [d for d in range(t.dim()) if t.shape[d] > 1]
+    return t.narrow(dims[-1], 0, 1).clone().expand(t.shape) if dims else t
+
+
+def _outcome(fn, *args, **kwargs):
+    """What a call produced: ("raised", exception type) or the results' metadata."""
+    try:
+        result = fn(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - raising is the outcome compared
+        return ("raised", type(e).__name__)
+    tensors = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+    return [(tuple(t.shape), tuple(t.stride()) if t.numel() > 1 else None, t.dtype) for t in tensors]
+
+
+def _to(tree, device):
+    return pytree.tree_map_only(torch.Tensor, lambda t: t.to(device), tree)
+
+
+class TestOpenRegFallbackOnDeviceMemory(TestCase):
+    """The CPU fallback runs the CPU kernel on the device memory itself, as a device
+    kernel would: writes into destinations that overlap themselves or an operand, and
+    out= tensors the kernel resizes, behave as on the CPU."""
+
+    def test_inplace_ops_into_an_overlapping_destination(self):
+        # Every OpInfo in-place variant (first float32 sample) into an expanded input:
+        # the CPU kernels fill some of these (tril_, zero_, index_put_...) and refuse the
+        # rest; the fallback used to refuse a write-back into any of them.
+        compared = 0
+        for op in op_db:
+            if op.inplace_variant is None or torch.float32 not in op.supported_dtypes("cpu"):
+                continue
+            sample = next(iter(op.sample_inputs("cpu", torch.float32)), None)
+            if sample is None or not isinstance(sample.input, torch.Tensor):
+                continue
+            with self.subTest(op=op.name, variant=op.variant_test_name):
+                args, kwargs = sample.args, sample.kwargs
+                expected = _outcome(op.inplace_variant, _expanded(sample.input), *args, **kwargs)
+                # Expanded on the device: .to() would give a dense copy.
+                device_args, device_kwargs = _to((args, kwargs), "openreg")
+                destination = _expanded(sample.input.to("openreg"))
+                actual = _outcome(op.inplace_variant, destination, *device_args, **device_kwargs)
+                if actual == ("raised", "NotImplementedError"):
+                    continue  # neither an openreg nor a CPU kernel
+                self.assertEqual(actual, expected)
+                compared += 1
+        self.assertGreater(compared, 100)
+
+    def test_operands_that_alias_the_destination(self):
+        cases = {
+            "partial overlap": lambda t: t[1:].add_(t[:-1]),
+            "same tensor": lambda t: t.add_(t),
+            "broadcast destination": lambda t: t[:, :1].logical_and_(t[0]),
+            "out= an input": lambda t: torch.add(t, 1, out=t),
+            "disjoint halves": lambda t: t[:2].mul_(t[2:]),
+        }
+        for name, call in cases.items():
+            with self.subTest(case=name):
+                base = torch.arange(16.0).view(4, 4)
+                device_base = base.to("openreg")
+                self.assertEqual(_outcome(call, device_base), _outcome(call, base))
+                self.assertEqual(device_base.cpu(), base)
+
+    def test_out_resized_with_the_kernels_strides(self):
+        a = torch.randn(5, 5)
+        spd = a @ a.mT + 5 * torch.eye(5)
+        for name, fn in {
+            "linalg.cholesky": lambda m, out: torch.linalg.cholesky(m, out=out),
+            "linalg.inv": lambda m, out: torch.linalg.inv(m, out=out),
+            "linalg.solve": lambda m, out: torch.linalg.solve(m, m[:, :3], out=out),
+        }.items():
+            with self.subTest(op=name):
+                out_cpu, out_dev = torch.empty(0), torch.empty(0, device="openreg")
+                fn(spd, out_cpu)
+                fn(spd.to("openreg"), out_dev)
+                self.assertEqual((out_dev.shape, out_dev.stride()), (out_cpu.shape, out_cpu.stride()))
+                self.assertEqual(out_dev.cpu(), out_cpu)
+
+    def test_cpu_scalar_operands(self):
+        x = torch.arange(3.0, device="openreg")
+        scalar = torch.tensor(2.0)
+        # A CPU 0-dim operand joins the device computation: the result is on the device,
+        # whichever argument comes first.
+        for name, call in {"rsub": lambda: torch.rsub(scalar, x), "add": lambda: torch.add(scalar, x)}.items():
+            with self.subTest(op=name):
+                self.assertEqual(call().device, x.device)
+                self.assertEqual(call().cpu(), {"rsub": torch.rsub, "add": torch.add}[name](scalar, x.cpu()))
+        # A CPU 0-dim tensor is never written by a device op (TensorIterator's rule), nor
+        # is the CPU output a kernel allocates like a CPU 0-dim self (index_add).
+        index = torch.tensor([0], device="openreg")
+        for name, call in {
+            "floor_divide_": lambda: torch.tensor(4.0).floor_divide_(x[1]),
+            "index_fill_": lambda: torch.tensor(4.0).index_fill_(0, index[0], x[1]),
+            "index_add": lambda: torch.index_add(torch.tensor(4.0), 0, index[0], x[1]),
+        }.items():
+            with self.subTest(op=name):
+                with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
+                    call()
+
+    def test_mode_out(self):
+        # mode.values is a CompositeExplicitAutograd kernel that refuses other devices
+        # than cpu, cuda and xpu: OpenReg registers the fallback as its device kernel.
+        x = torch.randn(4, 6)
+        values = torch.empty(0, device="openreg")
+        indices = torch.empty(0, dtype=torch.long, device="openreg")
+        torch.mode(x.to("openreg"), 1, out=(values, indices))
+        self.assertEqual((values.cpu(), indices.cpu()), tuple(torch.mode(x, 1)))
 
 
 class TestOpenRegRefusedOps(TestCase):
