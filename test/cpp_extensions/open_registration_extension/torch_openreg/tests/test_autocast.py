@@ -1,6 +1,6 @@
 # Owner(s): ["module: PrivateUse1"]
 """Autocast on OpenReg (the AutocastPrivateUse1 policies in
-csrc/OpenRegFullAten.cpp): which operators run in the autocast dtype, which
+csrc/aten/OpenRegFullAten.cpp): which operators run in the autocast dtype, which
 are forced to float32, which promote mixed inputs, and which are left alone.
 
 Needs the built package on sys.path (``python -m torch_overlay.openreg``).

@@ -1,7 +1,7 @@
 """Python side of OpenReg's own operators, ``torch.ops.openreg.*``.
 
 The operators and their device and Meta kernels are defined in C++
-(csrc/OpenRegKernels.cpp); this module adds what is most naturally written
+(csrc/aten/OpenRegKernels.cpp); this module adds what is most naturally written
 in Python, as a backend author would: the autograd formula of
 ``custom_abs``. (``custom_flat_view`` needs none: it is built from ``view``,
 which autograd already knows, and returns an alias of its input.)
