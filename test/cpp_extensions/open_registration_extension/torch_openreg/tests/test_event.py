@@ -1,13 +1,15 @@
 # Owner(s): ["module: PrivateUse1"]
 """Events of the OpenReg backend (``torch.Event`` / ``torch.openreg.Event``):
 recording, querying, waiting, timing, on every device; and what a stream or
-an event that does not exist (forged, or destroyed in the runtime) gives: a
-readable error, never a crash or a hang.
+an event that does not exist (forged, on a device that does not exist, or
+destroyed in the runtime) gives: a readable error, never a crash or a hang,
+also for an event freed while the work it waits for is still pending.
 
 Needs the built package on sys.path (``python -m torch_overlay.openreg``).
 """
 
 import ctypes
+import gc
 import os
 
 import torch
@@ -88,6 +90,37 @@ class TestOpenRegUnknownStreamsAndEvents(TestCase):
                     with self.assertRaisesRegex(RuntimeError, f"Invalid openreg stream id {stream_id}"):
                         use()
         self.assertEqual(torch.openreg.current_stream().stream_id, 0)
+
+    def test_forged_stream_devices_are_refused(self):
+        device_type = torch.Stream(device="openreg").device_type
+        count = torch.openreg.device_count()
+        for index in (count, 100):
+            with self.subTest(device_index=index):
+                forged = torch.Stream(stream_id=1, device_index=index, device_type=device_type)
+                for use in (forged.query, forged.synchronize, lambda s=forged: torch.openreg.set_stream(s)):
+                    with self.assertRaisesRegex(RuntimeError, "The device index is out of range"):
+                        use()
+
+    def test_event_freed_before_its_work_ran(self):
+        # Deleting an event destroys it in the runtime while the work it was
+        # recorded after, and a stream waiting on it, are still pending.
+        producer, consumer = torch.Stream(device="openreg"), torch.Stream(device="openreg")
+        x = torch.zeros(16, device="openreg")
+        torch.openreg.synchronize()
+        with torch.openreg._StreamBlock(producer) as block:
+            with producer:
+                x.fill_(3.0)
+            event = torch.Event(device="openreg")
+            event.record(producer)
+            consumer.wait_event(event)
+            del event
+            gc.collect()
+            with consumer:
+                y = x.clone()
+            block.release()
+        consumer.synchronize()
+        self.assertEqual(y.cpu(), torch.full((16,), 3.0))
+        self.assertTrue(producer.query() and consumer.query())
 
     def test_destroyed_runtime_handles_give_an_error_code(self):
         rt = _runtime()

@@ -219,15 +219,45 @@ class TestOpenRegFallbackOnDeviceMemory(TestCase):
         self.assertEqual((values.cpu(), indices.cpu()), tuple(torch.mode(x, 1)))
 
 
+# Calls that mix an openreg:0 tensor with one on `other`, one per way an
+# operator takes tensors (operand, in-place self, out=, index, tensor list,
+# reduction over a matmul); each goes through the CPU fallback.
+MIXED_DEVICE_CALLS = {
+    "binary": lambda x, other: x + torch.ones(2, 2, device=other),
+    "in-place": lambda x, other: x.add_(torch.ones(2, 2, device=other)),
+    "out=": lambda x, other: torch.add(x, 1, out=torch.empty(2, 2, device=other)),
+    "index": lambda x, other: x.index_select(0, torch.tensor([1], device=other)),
+    "tensor list": lambda x, other: torch.cat([x, torch.ones(2, 2, device=other)]),
+    "where": lambda x, other: torch.where(torch.ones(2, 2, dtype=torch.bool, device=other), x, 0.0),
+    "matmul": lambda x, other: x @ torch.ones(2, 2, device=other),
+}
+
+
 class TestOpenRegRefusedOps(TestCase):
+    def _other_devices(self) -> list[str]:
+        return ["cpu"] + [f"openreg:{i}" for i in range(1, torch.openreg.device_count())]
+
     def test_mixing_devices(self):
-        x = torch.ones(2, device="openreg")
-        mismatch = "Expected all tensors to be on the same device"
-        with self.assertRaisesRegex(RuntimeError, mismatch):
-            x + torch.ones(2)
-        if torch.openreg.device_count() > 1:
-            with self.assertRaisesRegex(RuntimeError, mismatch):
-                torch.cat([x, torch.ones(2, device="openreg:1")])
+        for other in self._other_devices():
+            for kind, call in MIXED_DEVICE_CALLS.items():
+                with self.subTest(other=other, call=kind):
+                    x = torch.ones(2, 2, device="openreg:0")
+                    with self.assertRaisesRegex(RuntimeError, "Expected all tensors to be on the same device"):
+                        call(x, other)
+                    self.assertEqual(x.cpu(), torch.ones(2, 2))  # the refused in-place call wrote nothing
+
+    def test_mixing_devices_with_meta(self):
+        with self.assertRaisesRegex(RuntimeError, "Tensor on device meta is not on the expected device openreg:0"):
+            torch.ones(2, device="openreg:0") + torch.ones(2, device="meta")
+
+    def test_mixing_devices_in_an_operator_without_any_kernel(self):
+        # The missing kernel is the error, whatever devices the inputs are on.
+        for other in self._other_devices():
+            with self.subTest(other=other):
+                tensors = [torch.ones(2, 4, device="openreg:0"), torch.ones(2, 4, device=other)]
+                message = "openreg has no kernel for aten::_cudnn_rnn_flatten_weight"
+                with self.assertRaisesRegex(NotImplementedError, message):
+                    torch._cudnn_rnn_flatten_weight(tensors, 1, 4, 0, 4, 0, 1, False, False)
 
     def test_operator_without_any_kernel(self):
         # CUDA-only operators: no openreg kernel and no CPU one for the fallback.

@@ -132,6 +132,18 @@ class TestOpenRegWrongDeviceRandomness(TestCase):
         with self.assertRaises(RuntimeError):
             torch.set_rng_state(saved)
 
+    def test_state_for_a_device_that_is_not_an_openreg_one(self):
+        saved = torch.openreg.get_rng_state()
+        count = torch.openreg.device_count()
+        out_of_range = f"The device index is out of range: invalid openreg device index {count}"
+        with self.assertRaisesRegex(RuntimeError, out_of_range):
+            torch.openreg.set_rng_state(saved, device=count)
+        with self.assertRaisesRegex(ValueError, "Expected an openreg device, got cpu"):
+            torch.openreg.set_rng_state(saved, device="cpu")
+        with self.assertRaisesRegex(RuntimeError, out_of_range):
+            torch.openreg.get_rng_state(device=count)
+        self.assertEqual(torch.openreg.get_rng_state(), saved)
+
 
 if __name__ == "__main__":
     run_tests()
