@@ -50,7 +50,7 @@ at::Tensor custom_autograd_fn_aliasing(const at::Tensor& x) {
 }  // namespace openreg
 
 // The schemas are defined with the other openreg:: operators
-// (csrc/OpenRegKernels.cpp).
+// (csrc/aten/OpenRegKernels.cpp).
 TORCH_LIBRARY_IMPL(openreg, AutogradPrivateUse1, m) {
   m.impl("custom_autograd_fn_returns_self", TORCH_FN(::openreg::custom_autograd_fn_returns_self));
   m.impl("custom_autograd_fn_aliasing", TORCH_FN(::openreg::custom_autograd_fn_aliasing));

@@ -711,7 +711,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 TORCH_LIBRARY(openreg, m) {
   m.def("custom_abs(Tensor input) -> Tensor");
   m.def("custom_flat_view(Tensor(a) self) -> Tensor(a)");
-  // C++ autograd functions (csrc/OpenRegAutogradOps.cpp), for tests of how
+  // C++ autograd functions (csrc/aten/OpenRegAutogradOps.cpp), for tests of how
   // torch.compile traces them: one returns its input, one a view of it.
   m.def("custom_autograd_fn_returns_self(Tensor input) -> Tensor");
   m.def("custom_autograd_fn_aliasing(Tensor(a) input) -> Tensor(a)");
