@@ -120,6 +120,9 @@ class TestOpenRegUnknownStreamsAndEvents(TestCase):
             block.release()
         consumer.synchronize()
         self.assertEqual(y.cpu(), torch.full((16,), 3.0))
+        # The event reaching the consumer does not mean the producer's worker has popped
+        # its last task yet: wait for it too, which must return (no hang on a freed event).
+        producer.synchronize()
         self.assertTrue(producer.query() and consumer.query())
 
     def test_destroyed_runtime_handles_give_an_error_code(self):
