@@ -232,8 +232,9 @@ KNOWN_REASONS: dict[str, str] = {
         "row's norm exceeds max_norm, which depends on values fake and meta tensors do not have"
     ),
     "unpool-grad-layout": (
-        "max_unpool2d's backward: eager's cpu kernel keeps the channels-last layout of its "
-        "input, the meta kernel returns a contiguous gradient"
+        "max_unpool2d's output (the OpInfo's `grad` variant samples channels-last inputs): "
+        "eager's cpu kernel keeps the input's channels-last layout, cuda's returns a contiguous "
+        "output, and the decomposition fake and meta run returns a contiguous one"
     ),
     "meta-source-copy": (
         "a cpu call with a meta operand that eager copies from (copy_ from meta raises in eager); "
