@@ -154,8 +154,6 @@ void launch(
   work.release();  // owned by run_work now
 }
 
-// The parameter list repeats copy_async's declaration in OpenRegStream.h
-// (`duplicates` lists the two as a pair): a C++ definition has to restate it.
 void copy_async(
     const c10::Stream& stream,
     void* dst,
