@@ -5,8 +5,8 @@
 // identity autograd would otherwise use:
 //  * custom_autograd_fn_returns_self returns its input itself;
 //  * custom_autograd_fn_aliasing returns a view of its input.
-// Kept out of the other translation units: the autograd headers are heavy,
-// and a separate unit compiles in parallel with them.
+// The autograd headers are heavy: CMakeLists.txt compiles this file in one
+// unit with OpenRegFullAten.cpp, which parses most of the same headers.
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
