@@ -82,8 +82,9 @@ KERNELS_NOT_MORE = Target("kernels: programs with more kernels (or bytes, in-pla
                           "==", 0, holds="none more than stock")
 
 # Splitting OpenReg's C++ by concern must not make it slow to build: at most 1.5x the cold build
-# of the single-file c10 layer it replaced (21.8 s, recorded 2026-11-21).
-OPENREG_COLD = Target("cold build (s)", "<=", 32.7, "s")
+# of the single-file c10 layer it replaced (recorded 2026-11-21).
+OPENREG_SINGLE_FILE_COLD_S = 21.8
+OPENREG_COLD = Target("cold build (s)", "<=", round(1.5 * OPENREG_SINGLE_FILE_COLD_S, 1), "s")
 OPENREG_UNCHANGED = Target("unchanged rebuild (s)", "<=", 3, "s")
 
 SUITE_WALL = Target("suite wall time (s)", "<=", 20, "min", per_unit=60)
