@@ -65,7 +65,10 @@ class TestParts(BenchTestCase):
         self.assertTrue(part["deterministic"])
         self.assertTrue(part["same_content"])  # the naive build re-deflates the very same members
         self.assertEqual(len(part["build_wheel"]["runs_s"]), 2)
-        self.assertGreater(part["naive_over_build_wheel"], 0)
+        # The ratio is the medians' (to one decimal, so a synthetic wheel's millisecond naive
+        # re-deflate can show as 0.0): checked against the runs reported, not for speed.
+        medians = part["naive"]["median_s"] / part["build_wheel"]["median_s"]
+        self.assertAlmostEqual(part["naive_over_build_wheel"], medians, delta=0.1)
         self.assertRegex(part["wheel_name"], r"^torch-2\.9\.1\+ovl1\.g[0-9a-f]{8}-")
         # The worker's own peak, not the test process's (which has torch imported).
         self.assertGreater(part["peak_rss_mb"]["wheel"], 0)
