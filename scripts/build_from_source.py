@@ -15,7 +15,7 @@ Steps, each refusing with a clear message when its precondition does not hold:
   3. The build environment: `[source-build]` of overlay.toml (CPU only: USE_CUDA=0, ...); any
      variable already set in the caller's environment wins.
   4. `pip install -r requirements.txt`, then `pip install -e . -v --no-build-isolation`.
-  5. OpenReg against the built tree: `python -m torch_overlay.openreg --torch-dir CHECKOUT/torch`.
+  5. OpenReg against the built tree: `python -m torch_overlay.artifacts.openreg --torch-dir CHECKOUT/torch`.
   6. The patches' regression suites (their Test Plan): `python test/run_test.py -i ...` in CHECKOUT.
 The submodules must be checked out (`git submodule update --init --recursive`) beforehand.
 
@@ -42,12 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # is the package next to it, not an installed one.
 sys.path.insert(0, str(ROOT))
 
-from torch_overlay import git, log  # noqa: E402
-from torch_overlay.errors import OverlayError  # noqa: E402
-from torch_overlay.message import parse, suites  # noqa: E402
-from torch_overlay.pin import load_pin  # noqa: E402
-from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import Patch, read_series  # noqa: E402
+from torch_overlay.core import git, log  # noqa: E402
+from torch_overlay.core.errors import OverlayError  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.fork.message import parse, suites  # noqa: E402
+from torch_overlay.fork.series import Patch, read_series  # noqa: E402
+from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 
 def check_checkout(checkout: Path) -> None:
@@ -117,7 +117,7 @@ def build_and_test(checkout: Path, patches: list[Patch], env: dict[str, str], bu
     python = sys.executable
     run([python, "-m", "pip", "install", "-r", "requirements.txt"], checkout, env)
     run([python, "-m", "pip", "install", "-e", ".", "-v", "--no-build-isolation"], checkout, env)
-    run([python, "-m", "torch_overlay.openreg", "--torch-dir", str(checkout / "torch"),
+    run([python, "-m", "torch_overlay.artifacts.openreg", "--torch-dir", str(checkout / "torch"),
          "--build-dir", str(build_dir / "openreg")], ROOT, dict(env, PYTHONPATH=str(ROOT)))
     names = list(dict.fromkeys(s for p in patches for s in suites(parse(p))))  # patches share suites: run each once
     if names:

@@ -20,7 +20,7 @@ Every file gets a fresh TORCHINDUCTOR_CACHE_DIR: inductor caches are shared betw
 by default, and a cache entry written by one file must never answer for another. pytest writes
 each file's JUnit XML (`--junit-xml`); the file's status is read from it and from pytest's exit
 status, and `--save-xml DIR` keeps it. The environment of a file's process, the reading of its
-report and its verdict are the tool's own (`torch_overlay.testrun`, imported from this
+report and its verdict are the tool's own (`torch_overlay.proofs.testrun`, imported from this
 checkout), so `verify` and this runner agree on every file.
 
 Exit status: 0 all passed (or skipped), 1 a test failed, 2 a usage or input error (unknown test
@@ -56,9 +56,10 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from torch_overlay import shards, testrun  # noqa: E402
-from torch_overlay.shards import estimates  # noqa: E402
-from torch_overlay.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
+from torch_overlay.core import shards  # noqa: E402
+from torch_overlay.core.shards import estimates  # noqa: E402
+from torch_overlay.proofs import testrun  # noqa: E402
+from torch_overlay.proofs.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
 
 DEFAULT_TEST_ROOT = REPO_ROOT / "test"
 TIMES_FILE = ".test-times.json"
@@ -247,7 +248,7 @@ def load_times(path: Path) -> dict[str, float]:
 
 
 def shard(suites: Sequence[Suite], which: int, total: int, times: dict[str, float]) -> list[Suite]:
-    """The files of shard `which`: the tool's partition (`torch_overlay.shards`), which the
+    """The files of shard `which`: the tool's partition (`torch_overlay.core.shards`), which the
     differential gate's shards share."""
     by_name = {suite.name: suite for suite in suites}
     return [by_name[name] for name in shards.shard(list(by_name), which, total, times)]
@@ -424,9 +425,10 @@ def exit_status(results: Sequence[Result]) -> int:
 
 def default_openreg_builder(torch_dir: Path, build_dir: Path, quiet: bool) -> Path:
     try:
-        from torch_overlay.openreg import build_openreg
+        from torch_overlay.artifacts.openreg import build_openreg
     except ImportError as exc:
-        raise EnvironmentBroken(f"cannot build OpenReg: torch_overlay.openreg is not importable ({exc})") from exc
+        raise EnvironmentBroken(
+            f"cannot build OpenReg: torch_overlay.artifacts.openreg is not importable ({exc})") from exc
     return build_openreg(torch_dir, build_dir, quiet=quiet)
 
 

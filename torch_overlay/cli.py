@@ -12,15 +12,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import base as base_mod
-from . import log, readme, regressions, status, tree
+from . import readme
+from .artifacts.wheel import build_wheel
 from .bench import CHART_FILE, DEFAULT_PARTS, PART_NAMES, RESULTS_FILE, BenchOptions, run_bench, select_parts
-from .errors import TOOL_BROKE, OverlayError
-from .pin import Pin, load_pin
-from .project import CACHE_ENV, Project
-from .series import overlay_version, read_series
-from .testrun import DEFAULT_TIMEOUT
-from .wheel import build_wheel
+from .core import log
+from .core.errors import TOOL_BROKE, OverlayError
+from .core.project import CACHE_ENV, Project
+from .fork import status, tree
+from .fork.series import overlay_version, read_series
+from .pinning import base as base_mod
+from .pinning.pin import Pin, load_pin
+from .proofs import regressions
+from .proofs.testrun import DEFAULT_TIMEOUT
 
 
 def load_base(project: Project, pin: Pin) -> base_mod.Base:
@@ -79,11 +82,11 @@ def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
         return verify_regressions(project, pin, args)  # its default timeout depends on the tier
     timeout = args.timeout or DEFAULT_TIMEOUT
     if args.against:
-        from .drift import run_drift
+        from .proofs.drift import run_drift
 
         return run_drift(project, pin, args.against, args.patch, keep=args.keep, timeout=timeout,
                          as_json=args.json, write_record=args.record)
-    from . import prove
+    from .proofs import prove
 
     base = load_base(project, pin)
     tree.materialise(project, base)

@@ -17,14 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from . import atomic
 from .bench import load_results
 from .bench import render_table as render_bench_table
-from .errors import CheckFailed, OverlayError
-from .project import Project
-from .series import Patch, read_series
-from .upstream import version_key
-from .verdicts import DRIFT_RECORD_FILE, Drift
+from .core import atomic
+from .core.errors import CheckFailed, OverlayError
+from .core.project import Project
+from .core.verdicts import DRIFT_RECORD_FILE, Drift
+from .fork.series import Patch, read_series
+from .proofs.upstream import version_key
 
 START, END = "<!-- patch-table:start -->", "<!-- patch-table:end -->"
 GATE_START, GATE_END = "<!-- regressions-table:start -->", "<!-- regressions-table:end -->"
@@ -96,7 +96,7 @@ def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> st
     `corpus` names every part, so that parts the record lacks are named too."""
     if record is None:
         return "Not recorded yet: `python -m torch_overlay verify --regressions --tier full --record`."
-    from .regressions import REGRESSED, missing_cases, render, timed_out
+    from .proofs.regressions import REGRESSED, missing_cases, render, timed_out
 
     when = record["date"][:10]
     verdict = ("REGRESSIONS FOUND" if record["totals"][REGRESSED]
@@ -120,7 +120,7 @@ def render_bench(results: dict[str, Any] | None) -> str:
 
 def blocks(project: Project) -> dict[Path, list[Block]]:
     """Every file holding rendered blocks (relative to the project root) and its blocks."""
-    from .regressions import corpus_files, load_record, part_name
+    from .proofs.regressions import corpus_files, load_record, part_name
 
     patch_table = render_table(read_series(project.patches_dir), load_drift(project.root))
     gate = render_gate(load_record(project.root), [part_name(part) for part in corpus_files(project)])

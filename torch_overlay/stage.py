@@ -23,14 +23,16 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from . import applycheck, atomic, drift, git, message
-from .applycheck import ApplyCheck
-from .errors import OverlayError
-from .pin import Pin
-from .project import Project
-from .prove import select
-from .series import Patch, read_series
-from .verdicts import Drift
+from .core import atomic, git
+from .core.errors import OverlayError
+from .core.project import Project
+from .core.verdicts import Drift
+from .fork import applycheck, message
+from .fork.applycheck import ApplyCheck
+from .fork.series import Patch, read_series
+from .pinning.pin import Pin
+from .proofs import drift
+from .proofs.prove import select
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,9 @@ from torch_overlay.bench.targets import (  # noqa: E402
     WHEEL_SPEEDUP,
 )
 from torch_overlay.cli import cmd_bench, parser  # noqa: E402
-from torch_overlay.errors import OverlayError  # noqa: E402
-from torch_overlay.pin import load_pin  # noqa: E402
-from torch_overlay.project import Project  # noqa: E402
+from torch_overlay.core.errors import OverlayError  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 SUITE_OUTPUT = """\
 running 3 test file(s) against torch 2.9.1+ovl5.gabcdef12 (/x/torch)

@@ -194,7 +194,7 @@ class TestSdist(BackendTestBase):
         prefix = first.removesuffix(".tar.gz")
         patch = self.p.series()[0]
         for needed in ("PKG-INFO", "pyproject.toml", "overlay.toml", "patches/series", f"patches/{patch}",
-                       "torch_overlay/build_backend.py", "torch_overlay/wheel.py"):
+                       "torch_overlay/artifacts/build_backend.py", "torch_overlay/artifacts/wheel.py"):
             self.assertIn(f"{prefix}/{needed}", names)
         self.assertFalse(any("/build/" in name or "__pycache__" in name for name in names), names)
         wheel = self.hook(self.tmp / "unpacked" / prefix, "build_wheel", self.tmp / "from-sdist")

@@ -20,8 +20,8 @@ from pathlib import Path
 from synthetic import REPO, SyntheticProject, make_wheel
 
 sys.path.insert(0, str(REPO))
+from torch_overlay.artifacts.openreg import OpenRegBuildError  # noqa: E402
 from torch_overlay.cli import _failure  # noqa: E402
-from torch_overlay.openreg import OpenRegBuildError  # noqa: E402
 
 
 class CliTestCase(unittest.TestCase):

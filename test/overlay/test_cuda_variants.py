@@ -23,7 +23,7 @@ from synthetic import REPO
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
-from torch_overlay import testrun  # noqa: E402
+from torch_overlay.proofs import testrun  # noqa: E402
 
 # What the hook says (it cannot be imported: torch runs it with common_device_type's globals).
 REASON = "CUDA variant: torch.cuda.is_available() is False on this machine"

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
 import sys
 import unittest
 from collections.abc import Iterable, Iterator
@@ -23,7 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from torch_overlay.series import read_series  # noqa: E402
+from torch_overlay.fork.series import read_series  # noqa: E402
 
 # The top-level directories of this repository that docs and messages send readers to.
 REPO_DIRS = ("scripts", "torch_overlay", "test", "patches", "benchmarks", ".github")
@@ -97,9 +98,9 @@ class TestScanner(unittest.TestCase):
         self.assertEqual(self.missing(text), ["scripts/build_from_source.sh"])
 
     def test_existing_files_directories_and_globs_pass(self) -> None:
-        text = "See scripts/build_from_source.py, then test/overlay/ and `patches/*.patch`; torch_overlay/wheel.py."
+        text = "See scripts/build_from_source.py, then test/overlay/ and `patches/*.patch`; torch_overlay/artifacts/wheel.py."
         self.assertEqual(list(path_tokens(text)), ["scripts/build_from_source.py", "test/overlay/", "patches/*.patch",
-                                                   "torch_overlay/wheel.py"])
+                                                   "torch_overlay/artifacts/wheel.py"])
         self.assertEqual(self.missing(text), [])
 
     def test_a_directory_form_must_be_a_directory(self) -> None:
@@ -132,8 +133,29 @@ class TestDocPaths(unittest.TestCase):
     def test_the_scan_covers_docs_workflows_and_messages(self) -> None:
         scanned = {path.relative_to(REPO).as_posix() for path, _ in scanned_texts(REPO)}
         for expected in ("README.md", "benchmarks/README.md", "overlay.toml", ".github/workflows/source-build.yml",
-                         "torch_overlay/series.py", "scripts/build_from_source.py"):
+                         "torch_overlay/fork/series.py", "scripts/build_from_source.py"):
             self.assertIn(expected, scanned)
+
+
+def tracked_dirs() -> set[str]:
+    """Every directory of the repository that holds a tracked file (the root excluded)."""
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    return {parent.as_posix() for f in files for parent in Path(f).parents if parent != Path(".")}
+
+
+def layout_table() -> str:
+    readme = (REPO / "README.md").read_text()
+    return readme[readme.index("## Layout"):readme.index("\n## ", readme.index("## Layout") + 1)]
+
+
+class TestLayoutTable(unittest.TestCase):
+    def test_every_folder_is_in_the_layout_table(self) -> None:
+        # The cpp extension's own folders are the extension's (its README maps them), and __pycache__
+        # is not tracked; every other folder, down to the tool's packages, has a row.
+        own = {d for d in tracked_dirs() if not d.startswith("test/cpp_extensions/") or d.count("/") < 2}
+        table = layout_table()
+        missing = sorted(d for d in own if f"`{d}/" not in table and f"`{d}`" not in table)
+        self.assertEqual(missing, [], "README's Layout table leaves out these folders")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Fault injection: the tool is SIGKILLed (or stopped) at named steps; the next run recovers.
 
-`TORCH_OVERLAY_FAULT=STEP[:N[:ACTION]]` (torch_overlay/fault.py) makes the kill land exactly
+`TORCH_OVERLAY_FAULT=STEP[:N[:ACTION]]` (torch_overlay/core/fault.py) makes the kill land exactly
 where intended, so no test depends on timing. After each kill the next plain run must finish
 on its own with the same outputs as a build that was never interrupted (same content hashes),
 a sound git repository (`git fsck`) and no temporary file left behind.
@@ -163,7 +163,7 @@ class TestOpenRegKilled(unittest.TestCase):
             self.skipTest("OpenReg is not built here yet (test/run_test.py builds it first)")
         import torch
 
-        cmd = [sys.executable, "-m", "torch_overlay.openreg", "--torch-dir", str(Path(torch.__file__).parent),
+        cmd = [sys.executable, "-m", "torch_overlay.artifacts.openreg", "--torch-dir", str(Path(torch.__file__).parent),
                "--build-dir", str(build_dir), "--quiet"]
         env = dict(os.environ, PYTHONPATH=str(REPO))
         killed = subprocess.run(cmd, env=dict(env, TORCH_OVERLAY_FAULT="openreg"), capture_output=True, text=True)
@@ -202,7 +202,7 @@ class TestConcurrency(FaultTestCase):
         """The hook `pip install -e .` calls (build_editable), from two venvs at once: one waits."""
         shutil.rmtree(self.p.root / "build")
         shutil.rmtree(self.p.cache / "base")
-        hook = "import sys; from torch_overlay.build_backend import build_editable; print(build_editable(sys.argv[1]))"
+        hook = "import sys; from torch_overlay.artifacts.build_backend import build_editable; print(build_editable(sys.argv[1]))"
         out_dirs = [self.tmp / name for name in ("venv-a", "venv-b")]
         first = self.stopped_at("populate:3", "-c", hook, str(out_dirs[0]), tool=False)
         second = self.spawn("-c", hook, str(out_dirs[1]))

@@ -69,7 +69,7 @@ def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
 def argparse_outside_main(path: Path) -> list[int]:
     """Lines of `path` that use argparse outside a function called `main`.
 
-    A module run as a script of its own (`python -m torch_overlay.openreg`, the bench's
+    A module run as a script of its own (`python -m torch_overlay.artifacts.openreg`, the bench's
     programs) parses its command line in its `main` and passes typed values on.
     """
     module = ast.parse(path.read_text(), str(path))
@@ -94,14 +94,14 @@ class TestImportContracts(unittest.TestCase):
             root = Path(tmp)
             shutil.copytree(PACKAGE, root / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
             shutil.copy(REPO / "pyproject.toml", root)
-            with (root / PACKAGE.name / "base.py").open("a") as f:
-                f.write("\nfrom .cli import main  # noqa: E402\n")
-            with (root / PACKAGE.name / "tree.py").open("a") as f:
+            with (root / PACKAGE.name / "pinning" / "base.py").open("a") as f:
+                f.write("\nfrom ..cli import main  # noqa: E402\n")
+            with (root / PACKAGE.name / "fork" / "tree.py").open("a") as f:
                 f.write("\nimport torch  # noqa: E402\n")
             result = lint_imports(root)
         self.assertNotEqual(result.returncode, 0, result.stdout)
-        self.assertIn("torch_overlay.base -> torch_overlay.cli", result.stdout)
-        self.assertIn("torch_overlay.tree -> torch", result.stdout)
+        self.assertIn("torch_overlay.pinning.base -> torch_overlay.cli", result.stdout)
+        self.assertIn("torch_overlay.fork.tree -> torch", result.stdout)
 
 
 class TestCommandLineBoundary(unittest.TestCase):

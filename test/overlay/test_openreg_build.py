@@ -18,7 +18,7 @@ TORCH_DIR = Path(torch.__file__).resolve().parent
 def build(build_dir: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
     # -S: without site-packages the `cmake`/`ninja` PyPI modules are not importable either, so
     # PATH alone decides which tools exist.
-    cmd = [sys.executable, *flags, "-m", "torch_overlay.openreg", "--torch-dir", str(TORCH_DIR),
+    cmd = [sys.executable, *flags, "-m", "torch_overlay.artifacts.openreg", "--torch-dir", str(TORCH_DIR),
            "--build-dir", str(build_dir)]
     return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
 

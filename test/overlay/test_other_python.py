@@ -20,10 +20,10 @@ from synthetic import REPO
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.build_backend import write_sdist  # noqa: E402
-from torch_overlay.pin import load_pin  # noqa: E402
-from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import overlay_version, read_series  # noqa: E402
+from torch_overlay.artifacts.build_backend import write_sdist  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.fork.series import overlay_version, read_series  # noqa: E402
+from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 FULL_TIER = os.environ.get("TORCH_OVERLAY_TEST_TIER") == "full"
 OTHER_VERSION = "3.12"

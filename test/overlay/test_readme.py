@@ -17,6 +17,8 @@ from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
+from torch_overlay.fork.series import Patch  # noqa: E402
+from torch_overlay.proofs.regressions import VERDICTS  # noqa: E402
 from torch_overlay.readme import (  # noqa: E402
     BENCH_END,
     BENCH_README,
@@ -28,8 +30,6 @@ from torch_overlay.readme import (  # noqa: E402
     upstream_prs,
     with_table,
 )
-from torch_overlay.regressions import VERDICTS  # noqa: E402
-from torch_overlay.series import Patch  # noqa: E402
 
 MESSAGE = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: Dev <dev@example.com>

@@ -18,10 +18,10 @@ from test_wheel import raw_members
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.base import wheel_path  # noqa: E402
-from torch_overlay.pin import load_pin  # noqa: E402
-from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import overlay_version, read_series  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.fork.series import overlay_version, read_series  # noqa: E402
+from torch_overlay.pinning.base import wheel_path  # noqa: E402
+from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 PROJECT = Project.discover(REPO)
 PIN = load_pin(PROJECT.pin_file)

@@ -20,8 +20,10 @@ from typing import Any
 from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
-from torch_overlay import readme, regressions, shards  # noqa: E402
-from torch_overlay.regressions import (  # noqa: E402
+from torch_overlay import readme  # noqa: E402
+from torch_overlay.core import shards  # noqa: E402
+from torch_overlay.proofs import regressions  # noqa: E402
+from torch_overlay.proofs.regressions import (  # noqa: E402
     AGREE_FAIL,
     AGREE_PASS,
     FAILED,
@@ -36,7 +38,7 @@ from torch_overlay.regressions import (  # noqa: E402
     SKIPPED_BOTH,
     classify,
 )
-from torch_overlay.testrun import CASE_CRASHED, Report, read_report  # noqa: E402
+from torch_overlay.proofs.testrun import CASE_CRASHED, Report, read_report  # noqa: E402
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
 

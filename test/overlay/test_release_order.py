@@ -11,11 +11,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from torch_overlay import drift, readme, upstream  # noqa: E402
-from torch_overlay.errors import OverlayError  # noqa: E402
-from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import Patch  # noqa: E402
-from torch_overlay.verdicts import Drift  # noqa: E402
+from torch_overlay import readme  # noqa: E402
+from torch_overlay.core.errors import OverlayError  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.core.verdicts import Drift  # noqa: E402
+from torch_overlay.fork.series import Patch  # noqa: E402
+from torch_overlay.proofs import drift, upstream  # noqa: E402
 
 RELEASE_ORDER = ["2.9.1", "2.10.0rc1", "2.10.0", "2.11.0"]
 SHUFFLED = ["2.10.0", "2.11.0", "2.9.1", "2.10.0rc1"]

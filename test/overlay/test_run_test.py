@@ -388,7 +388,7 @@ class TestTorchChecks(RunnerTestBase):
 
 
 class TestOpenReg(RunnerTestBase):
-    """In-process, with a stand-in for torch_overlay.openreg.build_openreg."""
+    """In-process, with a stand-in for torch_overlay.artifacts.openreg.build_openreg."""
 
     def setUp(self) -> None:
         super().setUp()

@@ -11,7 +11,7 @@ from pathlib import Path
 from synthetic import REPO, SyntheticProject, make_wheel, sha256, wait_for_line
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.lock import build_lock  # noqa: E402
+from torch_overlay.core.lock import build_lock  # noqa: E402
 
 
 class TreeTestCase(unittest.TestCase):

@@ -27,8 +27,8 @@ from synthetic import (
 )
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.series import Patch, overlay_version, series_hash  # noqa: E402
-from torch_overlay.zipcopy import RawZipWriter  # noqa: E402
+from torch_overlay.core.zipcopy import RawZipWriter  # noqa: E402
+from torch_overlay.fork.series import Patch, overlay_version, series_hash  # noqa: E402
 
 
 def raw_members(path: Path) -> dict[str, bytes]:

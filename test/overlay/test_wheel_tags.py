@@ -20,13 +20,13 @@ from synthetic import REPO, SyntheticProject, TempDirMixin, record_hash
 from test_wheel import raw_members
 
 sys.path.insert(0, str(REPO))
-from torch_overlay.base import is_wheel_of, load  # noqa: E402
-from torch_overlay.errors import OverlayError  # noqa: E402
-from torch_overlay.pin import load_pin  # noqa: E402
-from torch_overlay.project import Project  # noqa: E402
-from torch_overlay.series import read_series  # noqa: E402
-from torch_overlay.tree import export, materialise  # noqa: E402
-from torch_overlay.wheel import build_wheel  # noqa: E402
+from torch_overlay.artifacts.wheel import build_wheel  # noqa: E402
+from torch_overlay.core.errors import OverlayError  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.fork.series import read_series  # noqa: E402
+from torch_overlay.fork.tree import export, materialise  # noqa: E402
+from torch_overlay.pinning.base import is_wheel_of, load  # noqa: E402
+from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 PIN = load_pin(REPO / "overlay.toml")
 

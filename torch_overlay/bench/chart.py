@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import OverlayError
+from ..core.errors import OverlayError
 from .parts import PARTS
 from .stats import Json
 from .table import Panel, seconds

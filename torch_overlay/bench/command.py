@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 
-from ..pin import Pin
-from ..project import Project
-from ..series import local_tag, read_series
+from ..core.project import Project
+from ..fork.series import local_tag, read_series
+from ..pinning.pin import Pin
 from .chart import CHART_FILE, write_chart
 from .options import BenchOptions
 from .parts import PARTS

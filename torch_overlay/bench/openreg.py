@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ..openreg import build_openreg
+from ..artifacts.openreg import build_openreg
 from .options import BenchOptions
 from .stats import Json, log, summarize, timed
 from .table import Row, row, seconds

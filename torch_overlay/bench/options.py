@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import OverlayError
+from ..core.errors import OverlayError
 
 PART_NAMES = ("tree", "wheel", "recompile", "training", "compiletime", "floats", "kernels", "openreg", "suite")
 # The suite, the compile times of real models, the float catalog and the kernel counts take

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import atomic
+from ..core import atomic
 from .options import PART_NAMES
 from .stats import Json
 

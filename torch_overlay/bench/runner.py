@@ -9,8 +9,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import ToolError
-from ..testrun import test_env
+from ..core.errors import ToolError
+from ..proofs.testrun import test_env
 from .stats import Json, summarize
 
 PROGRAMS_DIR = Path(__file__).resolve().parent / "programs"

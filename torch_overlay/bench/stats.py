@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..log import info
+from ..core.log import info
 
 Json = dict[str, Any]
 T = TypeVar("T")

@@ -7,7 +7,7 @@ import shutil
 import statistics
 from pathlib import Path
 
-from ..base import sha256_of
+from ..pinning.base import sha256_of
 from .options import BenchOptions
 from .rezip import same_members
 from .stats import Json, log, ratio, summarize

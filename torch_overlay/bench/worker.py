@@ -14,11 +14,11 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..base import Base, load
-from ..errors import OverlayError
-from ..pin import Pin, load_pin
-from ..project import Project
-from ..series import read_series
+from ..core.errors import OverlayError
+from ..core.project import Project
+from ..fork.series import read_series
+from ..pinning.base import Base, load
+from ..pinning.pin import Pin, load_pin
 from .rezip import naive_rezip
 from .stats import Json, peak_rss_mb, timed
 
@@ -51,7 +51,7 @@ def _project_and_base(root: str, cache: str) -> tuple[Project, Pin, Base]:
 # Each task imports only what it builds with: the worker's peak RSS is then the build's.
 
 def _build_tree(args: Json) -> Json:
-    from ..tree import materialise
+    from ..fork.tree import materialise
 
     def build() -> None:  # loading the base is part of it: a cold cache extracts here
         project, _, base = _project_and_base(args["root"], args["cache"])
@@ -62,7 +62,7 @@ def _build_tree(args: Json) -> Json:
 
 
 def _build_wheel(args: Json) -> Json:
-    from ..wheel import build_wheel
+    from ..artifacts.wheel import build_wheel
 
     project, pin, base = _project_and_base(args["root"], args["cache"])
     patches = read_series(project.patches_dir)

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..base import link_or_copy, load, wheel_path
-from ..pin import Pin
-from ..project import Project
-from ..stock import ensure_stock_tree
+from ..core.project import Project
+from ..fork.stock import ensure_stock_tree
+from ..pinning.base import link_or_copy, load, wheel_path
+from ..pinning.pin import Pin
 from .worker import run_worker
 
 

@@ -3,7 +3,7 @@
 csrc/aten/OpenRegFullAten.cpp): which operators run in the autocast dtype, which
 are forced to float32, which promote mixed inputs, and which are left alone.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

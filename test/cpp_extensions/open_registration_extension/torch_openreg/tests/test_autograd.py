@@ -7,7 +7,7 @@ view), and two C++ ``torch::autograd::Function``s,
 ``custom_autograd_fn_aliasing`` (returns a view of it), whose backward
 halves the gradient.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import os

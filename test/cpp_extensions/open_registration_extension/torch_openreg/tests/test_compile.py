@@ -3,7 +3,7 @@
 passthrough backend ("openreg", torch_openreg/compiler.py) and the stock
 backends that should (or should not) work with an out-of-tree device.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import copy

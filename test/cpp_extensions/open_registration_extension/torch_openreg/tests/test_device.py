@@ -5,7 +5,7 @@ current device, contexts that restore it, initialization and fork safety,
 and a readable error for a device index out of range, whichever API is given
 one.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import multiprocessing

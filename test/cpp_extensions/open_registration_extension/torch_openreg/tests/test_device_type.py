@@ -5,7 +5,7 @@ openreg (and CUDA when present), the PrivateUse1 decorators select or skip
 the backend, and data crosses between the host and the device intact for
 every dtype.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

@@ -5,7 +5,7 @@ an event that does not exist (forged, on a device that does not exist, or
 destroyed in the runtime) gives: a readable error, never a crash or a hang,
 also for an event freed while the work it waits for is still pending.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import ctypes

@@ -4,7 +4,7 @@ API and ``torch.openreg``: both read the same caching allocator, on every
 device; statistics move with allocations, frees, peaks and resets; pinned
 host memory.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import gc

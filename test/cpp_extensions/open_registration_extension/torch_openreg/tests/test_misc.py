@@ -4,7 +4,7 @@ name, the device module, generated ``Tensor``/``Module``/storage/
 ``PackedSequence`` methods, legacy tensor type names, and the errors a second
 registration gets.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import types

@@ -4,7 +4,7 @@ computed on the device must match the CPU for every sample (contiguous and
 not), ``out=`` must write into the given tensor, and every view operator
 must return an alias of its input (the CPU fallback cannot serve views).
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

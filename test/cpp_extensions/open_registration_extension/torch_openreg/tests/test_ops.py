@@ -7,7 +7,7 @@ out= resizing as on the CPU), fake tensors on the device, and the errors a devic
 refuses with: mixing devices in one op, and an operator neither OpenReg nor
 the CPU has a kernel for.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

@@ -4,7 +4,7 @@
 OpenReg's profiler stubs): device time per op, user ranges, streams, backward
 and the exported trace.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import json

@@ -4,7 +4,7 @@ ones, whose whole state is (seed, offset) so states and offsets are exact,
 the ``torch.openreg`` RNG functions, and readable errors for a generator or a
 state that belongs to another device.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

@@ -5,7 +5,7 @@ and GRU step through the fused cell kernels (``_thnn_fused_lstm_cell``,
 CPU runs the unfused cells. Every configuration is compared with the CPU,
 forward and backward.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import itertools

@@ -2,7 +2,7 @@
 """Eager-mode behaviour of the OpenReg backend: copies, devices and the device
 guard, memory accounting, RNG, error handling and device-mixing rules.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import ctypes

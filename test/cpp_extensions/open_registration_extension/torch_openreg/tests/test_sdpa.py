@@ -4,7 +4,7 @@ picks the overrideable backend (OpenReg's fused kernel, forward and backward)
 when the kernel supports the call, and the math path otherwise (dropout,
 grouped-query attention); both match the CPU.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

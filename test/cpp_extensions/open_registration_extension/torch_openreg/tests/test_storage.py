@@ -5,7 +5,7 @@ metadata (named flags on the TensorImpl, set with
 ``torch._utils.set_tensor_metadata`` or OpenReg's private-format op) that
 survives a save and load and stays on the device.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import io

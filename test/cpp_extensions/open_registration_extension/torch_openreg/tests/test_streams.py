@@ -6,7 +6,7 @@ asynchronous. The tests make that observable without sleeping: a stream
 block (``torch.openreg._StreamBlock``) holds a stream at its current end
 until the test releases it, and every wait on the device has a deadline.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import threading

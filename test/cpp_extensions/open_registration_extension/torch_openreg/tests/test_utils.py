@@ -2,7 +2,7 @@
 """Utilities that work on any device, used with OpenReg tensors: DLPack
 round trips and ``torch.utils.data`` with pinned memory.
 
-Needs the built package on sys.path (``python -m torch_overlay.openreg``).
+Needs the built package on sys.path (``python -m torch_overlay.artifacts.openreg``).
 """
 
 import torch

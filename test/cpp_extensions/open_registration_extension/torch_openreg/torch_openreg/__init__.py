@@ -17,7 +17,7 @@ Inductor support (:mod:`.inductor`) is found by Inductor itself, through
 ``torch.openreg``. ``_autoload`` is the target for the ``torch.backends``
 entry point (``torch_openreg:_autoload``).
 
-The package is staged by the CMake build (``python -m torch_overlay.openreg``);
+The package is staged by the CMake build (``python -m torch_overlay.artifacts.openreg``);
 put the staging directory (``<build dir>/python``) on ``sys.path``.
 """
 
@@ -48,7 +48,7 @@ def _load_library() -> None:
     if not os.path.exists(_LIBRARY):
         raise ImportError(
             f"torch_openreg is not built: {_LIBRARY} does not exist. Build it with "
-            "`python -m torch_overlay.openreg --torch-dir <torch pkg dir> --build-dir <dir>` "
+            "`python -m torch_overlay.artifacts.openreg --torch-dir <torch pkg dir> --build-dir <dir>` "
             "and put <dir>/python on sys.path."
         )
     torch.ops.load_library(_LIBRARY)

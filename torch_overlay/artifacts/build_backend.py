@@ -22,14 +22,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from . import atomic
-from .base import Base, load
+from ..core import atomic
+from ..core.errors import OverlayError
+from ..core.project import Project
+from ..fork.series import overlay_version, read_series, series_file
+from ..fork.tree import materialise
+from ..pinning.base import Base, load
+from ..pinning.pin import Pin, load_pin
 from .editable import build_editable_wheel
-from .errors import OverlayError
-from .pin import Pin, load_pin
-from .project import Project
-from .series import overlay_version, read_series, series_file
-from .tree import materialise
 from .wheel import build_wheel as build_custom_wheel
 
 # What an sdist carries: enough to run build_wheel anywhere (the base wheel is fetched by pin).

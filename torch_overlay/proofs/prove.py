@@ -14,14 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import log, stock
-from .base import Base
-from .errors import OverlayError
-from .lock import build_lock
-from .project import Project
-from .series import Patch
+from ..core import log
+from ..core.errors import OverlayError
+from ..core.lock import build_lock
+from ..core.project import Project
+from ..core.verdicts import Proof, render_table
+from ..fork import stock
+from ..fork.series import Patch
+from ..pinning.base import Base
 from .testrun import DEFAULT_TIMEOUT, PASS, RunResult, run_test_file
-from .verdicts import Proof, render_table
 
 
 def verify_dir(project: Project) -> Path:

@@ -37,7 +37,7 @@ CASE_PASSED, CASE_FAILED, CASE_SKIPPED = "passed", "failed", "skipped"
 CASE_CRASHED = "crashed"
 # What test processes load from the tool (and nothing else of it): the pytest plugin that logs
 # each case as it ends, and the CUDA device-type test base (see test_hooks/*.py).
-TEST_HOOKS_DIR = Path(__file__).resolve().parent / "test_hooks"
+TEST_HOOKS_DIR = Path(__file__).resolve().parents[1] / "test_hooks"
 CASE_LOG_PLUGIN = "overlay_case_log"
 CUDA_TEST_BASE = TEST_HOOKS_DIR / "cuda_test_base.py"
 CASE_LOG_ENV = "TORCH_OVERLAY_CASE_LOG"

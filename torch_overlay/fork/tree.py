@@ -21,13 +21,13 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import atomic, git
-from .base import Base, link_or_copy
-from .errors import OverlayError, ToolError
-from .fault import fault_point
-from .lock import build_lock
-from .progress import Progress
-from .project import Project
+from ..core import atomic, git
+from ..core.errors import OverlayError, ToolError
+from ..core.fault import fault_point
+from ..core.lock import build_lock
+from ..core.progress import Progress
+from ..core.project import Project
+from ..pinning.base import Base, link_or_copy
 from .series import WHEEL_PACKAGES, Patch, check_wheel_buildable, overlay_version, read_series, series_file
 
 RECORD = "torch-overlay.json"

@@ -24,11 +24,11 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from . import atomic, log
-from . import base as base_mod
-from .base import Base
-from .errors import OverlayError
-from .pin import Pin, WheelPin, load_release_pins, tag_matches_interpreter
+from ..core import atomic, log
+from ..core.errors import OverlayError
+from ..pinning import base as base_mod
+from ..pinning.base import Base
+from ..pinning.pin import Pin, WheelPin, load_release_pins, tag_matches_interpreter
 
 
 def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:

@@ -24,18 +24,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import applycheck, atomic, log, stock, tree, upstream
-from .applycheck import ApplyCheck
-from .base import Base
-from .base import load as load_base
-from .errors import OverlayError
-from .lock import build_lock
-from .pin import Pin
-from .project import Project
+from ..core import atomic, log
+from ..core.errors import OverlayError
+from ..core.lock import build_lock
+from ..core.project import Project
+from ..core.verdicts import DRIFT_RECORD_FILE, Drift, render_table
+from ..fork import applycheck, stock, tree
+from ..fork.applycheck import ApplyCheck
+from ..fork.series import Patch, read_series
+from ..pinning.base import Base
+from ..pinning.base import load as load_base
+from ..pinning.pin import Pin
+from . import upstream
 from .prove import existing_tests, run_side, select, side_summary, verify_dir
-from .series import Patch, read_series
 from .testrun import CASE_FAILED, CASE_PASSED, CRASH, PASS, TIMEOUT, RunResult
-from .verdicts import DRIFT_RECORD_FILE, Drift, render_table
 
 # Backend extensions installed in this environment (OpenReg) are built against the base's ABI
 # and cannot load into another release; both sides run without them, so their cases match.

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .errors import OverlayError
+from ..core.errors import OverlayError
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import git
+from ..core import git
 from .series import TEST_DIR, Patch
 
 

@@ -6,7 +6,7 @@ the repository's top-level `CMakeLists.txt`. The build stages an importable pack
 `<build dir>/python/torch_openreg`; `build_openreg` returns `<build dir>/python` for `sys.path`
 or PYTHONPATH.
 
-    python -m torch_overlay.openreg --torch-dir .../site-packages/torch --build-dir build/openreg
+    python -m torch_overlay.artifacts.openreg --torch-dir .../site-packages/torch --build-dir build/openreg
 
 Configuring happens once per build directory (again only when the torch directory, ABI or
 compiler changes); later calls run Ninja incrementally, so an unchanged rebuild is a quick
@@ -26,12 +26,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from . import atomic, log
-from .errors import ToolError
-from .fault import fault_point
-from .lock import build_lock
+from ..core import atomic, log
+from ..core.errors import ToolError
+from ..core.fault import fault_point
+from ..core.lock import build_lock
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_NAME = "torch_openreg"
 LIBRARY_NAME = "libtorch_openreg.so"
 MIN_CMAKE = (3, 18)
@@ -261,7 +261,7 @@ def build_openreg(torch_dir: Path, build_dir: Path, *, quiet: bool = False, cxx1
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m torch_overlay.openreg",
+        prog="python -m torch_overlay.artifacts.openreg",
         description="Build the OpenReg PrivateUse1 test extension; prints the directory for PYTHONPATH.",
     )
     parser.add_argument("--torch-dir", type=Path, required=True, help="torch package directory to build against")

@@ -19,15 +19,15 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import atomic, git
-from .base import Base, fetch
-from .errors import OverlayError
-from .fault import fault_point
-from .pin import Pin
-from .progress import Progress
-from .series import WHEEL_PACKAGES, Patch, overlay_version
-from .tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress
-from .zipcopy import RawZipWriter
+from ..core import atomic, git
+from ..core.errors import OverlayError
+from ..core.fault import fault_point
+from ..core.progress import Progress
+from ..core.zipcopy import RawZipWriter
+from ..fork.series import WHEEL_PACKAGES, Patch, overlay_version
+from ..fork.tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress
+from ..pinning.base import Base, fetch
+from ..pinning.pin import Pin
 
 
 @dataclass

@@ -17,11 +17,11 @@ import sysconfig
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import OverlayError
+from ..core.project import Project
 from .build_backend import frontend_hook, prepare_tree
 from .editable import write_wheel
-from .errors import OverlayError
 from .openreg import LIBRARY_NAME, PACKAGE_NAME, OpenRegBuildError, build_openreg
-from .project import Project
 
 NAME = "torch_openreg"
 VERSION = "0.0.1"  # upstream's version of OpenReg
@@ -37,7 +37,7 @@ ENTRY_POINTS = (
     f"[torch.backends]\n{NAME} = {NAME}:_autoload\n\n"
     f"[torch_dynamo_backends]\nopenreg = {NAME}.compiler:openreg_backend\n"
 )
-WHEEL = "Wheel-Version: 1.0\nGenerator: torch_overlay.openreg_backend\nRoot-Is-Purelib: false\nTag: {tag}\n"
+WHEEL = "Wheel-Version: 1.0\nGenerator: torch_overlay.artifacts.openreg_backend\nRoot-Is-Purelib: false\nTag: {tag}\n"
 
 
 def _dist_info(tag: str) -> dict[str, bytes]:

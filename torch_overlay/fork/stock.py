@@ -13,9 +13,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from . import atomic
-from .base import Base, link_or_copy
-from .progress import Progress
+from ..core import atomic
+from ..core.progress import Progress
+from ..pinning.base import Base, link_or_copy
 from .series import TEST_DIR
 from .tree import package_files
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from . import base as base_mod
-from . import git
-from .pin import Pin
-from .project import Project
+from ..core import git
+from ..core.project import Project
+from ..pinning import base as base_mod
+from ..pinning.pin import Pin
 from .series import overlay_version, read_series
 from .tree import TreeRecord, am_in_progress, changed_files, commits_since_base
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-from . import atomic
-from .base import Base
-from .series import Patch, overlay_version
+from ..core import atomic
+from ..fork.series import Patch, overlay_version
+from ..pinning.base import Base
 from .wheel import record_hash, set_metadata_version
 
 # Fixed member timestamp: the same inputs give the same bytes.

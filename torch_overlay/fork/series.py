@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .errors import OverlayError
+from ..core.errors import OverlayError
 
 # A wheel-based build reuses the official compiled libraries, so a patch may only touch what
 # the wheel ships as source text (Python, stubs, templates) plus new regression tests.

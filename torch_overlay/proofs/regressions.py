@@ -45,11 +45,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import atomic, log, shards, stock
-from .base import Base
-from .errors import OverlayError
-from .lock import build_lock
-from .project import Project
+from ..core import atomic, log, shards
+from ..core.errors import OverlayError
+from ..core.lock import build_lock
+from ..core.project import Project
+from ..fork import stock
+from ..pinning.base import Base
 from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, DEFAULT_TIMEOUT, collect_cases, run_cases
 
 CORPUS_DIR = Path("test") / "differential"

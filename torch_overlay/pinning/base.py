@@ -25,12 +25,12 @@ from packaging import tags
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import Version
 
-from . import atomic, log
-from .errors import ToolError
-from .fault import fault_point
-from .lock import build_lock
+from ..core import atomic, log
+from ..core.errors import ToolError
+from ..core.fault import fault_point
+from ..core.lock import build_lock
+from ..core.progress import Progress
 from .pin import Pin, WheelPin
-from .progress import Progress
 
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 20
