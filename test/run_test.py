@@ -57,6 +57,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from torch_overlay.core import shards  # noqa: E402
+from torch_overlay.core.outcomes import RunStatus  # noqa: E402
 from torch_overlay.core.shards import estimates  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
 from torch_overlay.proofs.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
@@ -74,7 +75,6 @@ INSTALL_HINT = "run `pip install -e . -r test/requirements.txt` in this venv"
 # C++ and worker processes already use every core; more files at once only add memory.
 DEFAULT_JOBS = min(2, os.cpu_count() or 1)
 
-PASSED, FAILED, SKIPPED, BROKEN = "PASSED", "FAILED", "SKIPPED", "BROKEN"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
 # (torch package dir, build dir, quiet) -> directory to put on PYTHONPATH
@@ -100,7 +100,7 @@ class Suite:
 @dataclass
 class Result:
     suite: Suite
-    status: str
+    status: RunStatus
     duration: float
     returncode: int
     output: str
@@ -260,7 +260,7 @@ def updated_times(old: dict[str, float], results: Sequence[Result]) -> dict[str,
     does not add a suite yet) must not erase what another run measured."""
     new = dict(old)
     for result in results:
-        if result.status not in (FAILED, BROKEN):
+        if result.status not in (RunStatus.FAILED, RunStatus.BROKEN):
             new[result.suite.name] = round(result.duration, 1)
     return dict(sorted(new.items()))
 
@@ -331,7 +331,7 @@ def run_suite(suite: Suite, options: RunOptions) -> Result:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     duration = time.monotonic() - start
-    return Result(suite, classify(returncode, counts), duration, returncode, output, cmd)
+    return Result(suite, run_status(returncode, counts), duration, returncode, output, cmd)
 
 
 def _run_process(cmd: list[str], env: dict[str, str], cwd: Path, echo: bool) -> tuple[int, str]:
@@ -351,15 +351,10 @@ def _run_process(cmd: list[str], env: dict[str, str], cwd: Path, echo: bool) -> 
     return returncode, "".join(chunks)
 
 
-# The file statuses this runner reports, from the tool's verdicts: a file that ran no test (or
-# skipped all) is not a pass, but it is no failure either.
-STATUS = {testrun.PASS: PASSED, testrun.EMPTY: SKIPPED, testrun.FAIL: FAILED, testrun.CRASH: FAILED,
-          testrun.TIMEOUT: FAILED, testrun.BROKEN: BROKEN}
-
-
-def classify(returncode: int, counts: Counts | None) -> str:
-    """PASSED, FAILED, SKIPPED (nothing ran, or all skipped), or BROKEN (pytest itself failed)."""
-    return STATUS[testrun.classify(returncode, counts)]
+def run_status(returncode: int, counts: Counts | None) -> RunStatus:
+    """The file's status as this runner prints it: a file that ran no test (or skipped all) is
+    SKIPPED, not a pass, but no failure either."""
+    return RunStatus.of(testrun.file_outcome(returncode, counts))
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,7 +380,7 @@ def run_all(suites: Sequence[Suite], options: RunOptions, jobs: int, keep_going:
                 result = future.result()
                 results.append(result)
                 on_result(result)
-                stop = stop or (result.status in (FAILED, BROKEN) and not keep_going)
+                stop = stop or (result.status in (RunStatus.FAILED, RunStatus.BROKEN) and not keep_going)
     return results, len(queue)
 
 
@@ -400,27 +395,27 @@ def report(result: Result, verbose: bool, echoed: bool) -> None:
     print(f"{result.status:<7} {result.suite.name} ({result.duration:.1f}s)", flush=True)
     if verbose and not echoed:
         sys.stdout.write(result.output)
-    elif result.status in (FAILED, BROKEN) and not echoed:
+    elif result.status in (RunStatus.FAILED, RunStatus.BROKEN) and not echoed:
         for line in result.output.splitlines()[-LOG_TAIL_LINES:]:
             print(f"    {line}")
-    if result.status in (FAILED, BROKEN):
+    if result.status in (RunStatus.FAILED, RunStatus.BROKEN):
         print(f"    reproduce: TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) {shlex.join(result.command)}")
     sys.stdout.flush()
 
 
 def summary(results: Sequence[Result]) -> str:
     """`N passed, N failed[, N skipped]`: a file pytest could not run counts as failed."""
-    passed, skipped = (sum(r.status == status for r in results) for status in (PASSED, SKIPPED))
-    failed = sum(r.status in (FAILED, BROKEN) for r in results)
+    passed, skipped = (sum(r.status == status for r in results) for status in (RunStatus.PASSED, RunStatus.SKIPPED))
+    failed = sum(r.status in (RunStatus.FAILED, RunStatus.BROKEN) for r in results)
     return f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else "")
 
 
 def exit_status(results: Sequence[Result]) -> int:
-    broken = [r for r in results if r.status == BROKEN]
+    broken = [r for r in results if r.status == RunStatus.BROKEN]
     if broken:
         # pytest's usage error can only come from what was passed through (-k): the user's input.
         return EXIT_USAGE if all(r.returncode == PYTEST_USAGE for r in broken) else EXIT_BROKEN
-    return EXIT_FAILED if any(r.status == FAILED for r in results) else EXIT_OK
+    return EXIT_FAILED if any(r.status == RunStatus.FAILED for r in results) else EXIT_OK
 
 
 def default_openreg_builder(torch_dir: Path, build_dir: Path, quiet: bool) -> Path:

@@ -21,8 +21,8 @@ from .bench import load_results
 from .bench import render_table as render_bench_table
 from .core import atomic
 from .core.errors import CheckFailed, OverlayError
+from .core.outcomes import CaseVerdict, Drift
 from .core.project import Project
-from .core.verdicts import DRIFT_RECORD_FILE, Drift
 from .fork.series import Patch, read_series
 from .proofs.upstream import version_key
 
@@ -76,8 +76,8 @@ def render_table(patches: list[Patch], drift: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_drift(root: Path) -> dict[str, Any]:
-    path = root / DRIFT_RECORD_FILE
+def load_drift(project: Project) -> dict[str, Any]:
+    path = project.drift_record_file
     return json.loads(path.read_text()) if path.exists() else {}
 
 
@@ -96,10 +96,10 @@ def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> st
     `corpus` names every part, so that parts the record lacks are named too."""
     if record is None:
         return "Not recorded yet: `python -m torch_overlay verify --regressions --tier full --record`."
-    from .proofs.regressions import REGRESSED, missing_cases, render, timed_out
+    from .proofs.regressions import missing_cases, render, timed_out
 
     when = record["date"][:10]
-    verdict = ("REGRESSIONS FOUND" if record["totals"][REGRESSED]
+    verdict = ("REGRESSIONS FOUND" if record["totals"][CaseVerdict.REGRESSED]
                else "INCOMPLETE (a side timed out)" if timed_out(record)
                else "INCOMPLETE (cases missing)" if missing_cases(record) else "no regression")
     text = (f"{record['tier'].capitalize()} tier, series `{record['series']}`, Python {record['python']}, "
@@ -122,7 +122,7 @@ def blocks(project: Project) -> dict[Path, list[Block]]:
     """Every file holding rendered blocks (relative to the project root) and its blocks."""
     from .proofs.regressions import corpus_files, load_record, part_name
 
-    patch_table = render_table(read_series(project.patches_dir), load_drift(project.root))
+    patch_table = render_table(read_series(project.patches_dir), load_drift(project))
     gate = render_gate(load_record(project.root), [part_name(part) for part in corpus_files(project)])
     bench = render_bench(load_results(project.root / BENCH_DIR))
     return {

@@ -25,8 +25,8 @@ from packaging.version import InvalidVersion, Version
 
 from .core import atomic, git
 from .core.errors import OverlayError
+from .core.outcomes import Drift
 from .core.project import Project
-from .core.verdicts import Drift
 from .fork import applycheck, message
 from .fork.applycheck import ApplyCheck
 from .fork.series import Patch, read_series

@@ -23,6 +23,7 @@ from synthetic import REPO
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 sys.path.insert(0, str(REPO))
+from torch_overlay.core.outcomes import CaseOutcome  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
 
 # What the hook says (it cannot be imported: torch runs it with common_device_type's globals).
@@ -87,15 +88,15 @@ class TestCudaVariants(TestCase):
         self.assertEqual(sorted(cpu), ["test_dtyped_DEV_float16", "test_dtyped_DEV_float32",
                                        "test_op_mul_DEV_float32", "test_plain_DEV"])
         self.assertEqual(sorted(cuda), sorted(cpu))  # the names CUDA gives its cases
-        self.assertEqual(set(cpu.values()), {testrun.CASE_PASSED})  # the skip stays in the CUDA class
+        self.assertEqual(set(cpu.values()), {CaseOutcome.PASSED})  # the skip stays in the CUDA class
         if torch.cuda.is_available():
-            self.assertEqual(set(cuda.values()), {testrun.CASE_PASSED})
+            self.assertEqual(set(cuda.values()), {CaseOutcome.PASSED})
         else:
-            self.assertEqual(set(cuda.values()), {testrun.CASE_SKIPPED})
+            self.assertEqual(set(cuda.values()), {CaseOutcome.SKIPPED})
             self.assertIn(REASON, output)
         for cls, cases in by_class.items():
             if cls not in DEVICE_SUFFIX:  # a PrivateUse1 backend (OpenReg, when installed) runs
-                self.assertEqual(set(cases.values()), {testrun.CASE_PASSED}, cls)
+                self.assertEqual(set(cases.values()), {CaseOutcome.PASSED}, cls)
 
     def test_without_the_hook_a_machine_without_cuda_lists_no_cuda_case(self) -> None:
         # What the hook is for: torch itself makes no CUDA class where CUDA is absent.

@@ -17,8 +17,8 @@ from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
 from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
+from torch_overlay.core.outcomes import CaseVerdict  # noqa: E402
 from torch_overlay.fork.series import Patch  # noqa: E402
-from torch_overlay.proofs.regressions import VERDICTS  # noqa: E402
 from torch_overlay.readme import (  # noqa: E402
     BENCH_END,
     BENCH_README,
@@ -94,7 +94,7 @@ class TestPatchTable(expecttest.TestCase):
         )
 
     def test_gate_names_the_parts_its_record_lacks(self) -> None:
-        counts = {v: 0 for v in VERDICTS}
+        counts = {v: 0 for v in CaseVerdict}
         series, date = "2.9.1+ovl1.gabc", "2026-11-24T00:00:00+00:00"
         part = {"part": "differential/test_a", "seconds": 2.5, "counts": dict(counts, **{"agree-pass": 3}),
                 "cases": [], "runs": {side: {"returncode": 0, "seconds": 1.0} for side in ("stock", "overlay")},

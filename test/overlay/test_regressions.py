@@ -22,23 +22,10 @@ from synthetic import REPO, SyntheticProject
 sys.path.insert(0, str(REPO))
 from torch_overlay import readme  # noqa: E402
 from torch_overlay.core import shards  # noqa: E402
+from torch_overlay.core.outcomes import CaseOutcome, CaseVerdict  # noqa: E402
 from torch_overlay.proofs import regressions  # noqa: E402
-from torch_overlay.proofs.regressions import (  # noqa: E402
-    AGREE_FAIL,
-    AGREE_PASS,
-    FAILED,
-    FIXED,
-    FLAKY_OVERLAY,
-    FLAKY_STOCK,
-    MISSING,
-    ONE_SIDED,
-    PASSED,
-    REGRESSED,
-    SKIPPED,
-    SKIPPED_BOTH,
-    classify,
-)
-from torch_overlay.proofs.testrun import CASE_CRASHED, Report, read_report  # noqa: E402
+from torch_overlay.proofs.regressions import case_verdict  # noqa: E402
+from torch_overlay.proofs.testrun import Report, read_report  # noqa: E402
 
 BUGGY = {"torch/arith.py": b"def double(x):\n    return x + x + 1\n\n\ndef triple(x):\n    return 3 * x\n"}
 
@@ -159,25 +146,25 @@ class TestClassify(unittest.TestCase):
     """Verdicts from each side's outcomes (first run, then re-runs)."""
 
     def test_agreement_and_direction(self) -> None:
-        self.assertEqual(classify([PASSED], [PASSED]), AGREE_PASS)
-        self.assertEqual(classify([FAILED], [FAILED]), AGREE_FAIL)
-        self.assertEqual(classify([FAILED, FAILED, FAILED], [PASSED, PASSED, PASSED]), FIXED)
-        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, FAILED, FAILED]), REGRESSED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED], [CaseOutcome.PASSED]), CaseVerdict.AGREE_PASS)
+        self.assertEqual(case_verdict([CaseOutcome.FAILED], [CaseOutcome.FAILED]), CaseVerdict.AGREE_FAIL)
+        self.assertEqual(case_verdict([CaseOutcome.FAILED, CaseOutcome.FAILED, CaseOutcome.FAILED], [CaseOutcome.PASSED, CaseOutcome.PASSED, CaseOutcome.PASSED]), CaseVerdict.FIXED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED, CaseOutcome.PASSED, CaseOutcome.PASSED], [CaseOutcome.FAILED, CaseOutcome.FAILED, CaseOutcome.FAILED]), CaseVerdict.REGRESSED)
 
     def test_a_case_the_overlay_skips_or_loses_is_a_regression(self) -> None:
-        self.assertEqual(classify([PASSED], [SKIPPED]), REGRESSED)
-        self.assertEqual(classify([PASSED], [MISSING]), REGRESSED)
-        self.assertEqual(classify([SKIPPED], [SKIPPED]), SKIPPED_BOTH)
-        self.assertEqual(classify([MISSING], [PASSED]), ONE_SIDED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED], [CaseOutcome.SKIPPED]), CaseVerdict.REGRESSED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED], [CaseOutcome.MISSING]), CaseVerdict.REGRESSED)
+        self.assertEqual(case_verdict([CaseOutcome.SKIPPED], [CaseOutcome.SKIPPED]), CaseVerdict.SKIPPED)
+        self.assertEqual(case_verdict([CaseOutcome.MISSING], [CaseOutcome.PASSED]), CaseVerdict.ONE_SIDED)
 
     def test_flakiness_is_named_by_side(self) -> None:
-        self.assertEqual(classify([FAILED, PASSED, PASSED], [PASSED, PASSED, PASSED]), FLAKY_STOCK)
-        self.assertEqual(classify([FAILED, FAILED, FAILED], [PASSED, FAILED, PASSED]), FLAKY_OVERLAY)
+        self.assertEqual(case_verdict([CaseOutcome.FAILED, CaseOutcome.PASSED, CaseOutcome.PASSED], [CaseOutcome.PASSED, CaseOutcome.PASSED, CaseOutcome.PASSED]), CaseVerdict.FLAKY_STOCK)
+        self.assertEqual(case_verdict([CaseOutcome.FAILED, CaseOutcome.FAILED, CaseOutcome.FAILED], [CaseOutcome.PASSED, CaseOutcome.FAILED, CaseOutcome.PASSED]), CaseVerdict.FLAKY_OVERLAY)
 
     def test_a_failure_only_some_overlay_runs_show_is_a_regression(self) -> None:
-        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, FAILED]), REGRESSED)
-        self.assertEqual(classify([PASSED, PASSED, PASSED], [FAILED, PASSED, PASSED]), REGRESSED)
-        self.assertEqual(classify([PASSED, PASSED, PASSED], [PASSED, SKIPPED, PASSED]), REGRESSED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED, CaseOutcome.PASSED, CaseOutcome.PASSED], [CaseOutcome.FAILED, CaseOutcome.PASSED, CaseOutcome.FAILED]), CaseVerdict.REGRESSED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED, CaseOutcome.PASSED, CaseOutcome.PASSED], [CaseOutcome.FAILED, CaseOutcome.PASSED, CaseOutcome.PASSED]), CaseVerdict.REGRESSED)
+        self.assertEqual(case_verdict([CaseOutcome.PASSED, CaseOutcome.PASSED, CaseOutcome.PASSED], [CaseOutcome.PASSED, CaseOutcome.SKIPPED, CaseOutcome.PASSED]), CaseVerdict.REGRESSED)
 
     @staticmethod
     def junit_report(testcases: str) -> Report:
@@ -195,8 +182,8 @@ class TestClassify(unittest.TestCase):
             '<testcase classname="test_x.TestXCPU" name="test_b_cpu"><failure message="x"/></testcase>'
             '<testcase classname="test_x.TestXCPU" name="test_c_cpu"><error message="x"/></testcase>'
             '<testcase classname="test_x.TestXCPU" name="test_d_cpu"><skipped message="x"/></testcase>')
-        self.assertEqual(report.cases, {"TestXCPU::test_a_cpu": PASSED, "TestXCPU::test_b_cpu": FAILED,
-                                        "TestXCPU::test_c_cpu": FAILED, "TestXCPU::test_d_cpu": SKIPPED})
+        self.assertEqual(report.cases, {"TestXCPU::test_a_cpu": CaseOutcome.PASSED, "TestXCPU::test_b_cpu": CaseOutcome.FAILED,
+                                        "TestXCPU::test_c_cpu": CaseOutcome.FAILED, "TestXCPU::test_d_cpu": CaseOutcome.SKIPPED})
 
     def test_failure_messages_and_their_upstream_issue(self) -> None:
         messages = self.junit_report(
@@ -261,22 +248,22 @@ class TestSyntheticGate(unittest.TestCase):
         (part,) = data["parts"]
         self.assertEqual(part["part"], "differential/test_arith")
         cases = part["cases"]
-        self.assertEqual(case(cases, "test_double")["verdict"], FIXED)
-        self.assertEqual(case(cases, "test_triple")["verdict"], REGRESSED)
-        self.assertEqual(case(cases, "test_triple")["stock"], [PASSED] * 3)  # re-run, stable
-        self.assertEqual(case(cases, "test_both_wrong")["verdict"], AGREE_FAIL)
-        self.assertEqual(case(cases, "test_flaky_on_stock")["verdict"], FLAKY_STOCK)
-        self.assertEqual(part["counts"][SKIPPED_BOTH], 1)  # test_full_tier_only, counted but not listed
-        self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_add, the same
+        self.assertEqual(case(cases, "test_double")["verdict"], CaseVerdict.FIXED)
+        self.assertEqual(case(cases, "test_triple")["verdict"], CaseVerdict.REGRESSED)
+        self.assertEqual(case(cases, "test_triple")["stock"], [CaseOutcome.PASSED] * 3)  # re-run, stable
+        self.assertEqual(case(cases, "test_both_wrong")["verdict"], CaseVerdict.AGREE_FAIL)
+        self.assertEqual(case(cases, "test_flaky_on_stock")["verdict"], CaseVerdict.FLAKY_STOCK)
+        self.assertEqual(part["counts"][CaseVerdict.SKIPPED], 1)  # test_full_tier_only, counted but not listed
+        self.assertEqual(part["counts"][CaseVerdict.AGREE_PASS], 1)  # test_add, the same
         self.assertEqual(len(cases), 4)
-        self.assertEqual(data["totals"][REGRESSED], 1)
+        self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 1)
         self.assertFalse(list((self.p.root / "build" / "regressions").glob("stock-*")))  # not kept
 
     def test_full_tier_runs_the_slow_cases_and_records_for_the_readme(self) -> None:
         result, data = self.gate("--tier", "full", "--record")
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertEqual(data["tier"], "full")
-        self.assertEqual(data["parts"][0]["counts"][AGREE_PASS], 2)  # test_add and test_full_tier_only
+        self.assertEqual(data["parts"][0]["counts"][CaseVerdict.AGREE_PASS], 2)  # test_add and test_full_tier_only
         recorded = json.loads((self.p.root / regressions.RECORD_FILE).read_text())
         self.assertEqual(recorded["totals"], data["totals"])
 
@@ -311,9 +298,9 @@ class TestSyntheticGate(unittest.TestCase):
             merged = json.loads((p.root / regressions.RECORD_FILE).read_text())
         self.assertEqual([part["part"] for part in merged["parts"]], ["differential/test_arith", "differential/test_more"])
         self.assertEqual(merged["parts"][0], arith)  # kept as recorded, with its own date and series
-        self.assertEqual(merged["parts"][1]["counts"][AGREE_PASS], 2)
-        self.assertEqual(merged["totals"][AGREE_PASS], arith["counts"][AGREE_PASS] + 2)
-        self.assertEqual(merged["totals"][REGRESSED], 1)
+        self.assertEqual(merged["parts"][1]["counts"][CaseVerdict.AGREE_PASS], 2)
+        self.assertEqual(merged["totals"][CaseVerdict.AGREE_PASS], arith["counts"][CaseVerdict.AGREE_PASS] + 2)
+        self.assertEqual(merged["totals"][CaseVerdict.REGRESSED], 1)
         self.assertFalse(merged["ok"])  # the kept part still regresses
         self.assertNotEqual(merged["series"], arith["series"])
         self.assertIn(f"- recorded on an earlier series: `differential/test_arith` (series `{arith['series']}`, "
@@ -328,10 +315,10 @@ class TestSyntheticGate(unittest.TestCase):
         (part,) = json.loads(result.stdout)["parts"]
         cases = {c["case"]: c for c in part["cases"]}
         self.assertEqual(cases["TestCrash::test_b_segfault"],
-                         {"case": "TestCrash::test_b_segfault", "verdict": AGREE_FAIL,
-                          "stock": [CASE_CRASHED], "overlay": [CASE_CRASHED]})
-        self.assertEqual(cases["TestCrash::test_c_after"]["verdict"], FIXED)
-        self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_a_before
+                         {"case": "TestCrash::test_b_segfault", "verdict": CaseVerdict.AGREE_FAIL,
+                          "stock": [CaseOutcome.CRASHED], "overlay": [CaseOutcome.CRASHED]})
+        self.assertEqual(cases["TestCrash::test_c_after"]["verdict"], CaseVerdict.FIXED)
+        self.assertEqual(part["counts"][CaseVerdict.AGREE_PASS], 1)  # test_a_before
 
     def test_a_known_upstream_failure_is_recorded_with_its_issue(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -341,9 +328,9 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stderr)
         data = json.loads(result.stdout)
         cases = {c["case"]: c for c in data["parts"][0]["cases"]}
-        self.assertEqual(cases["TestKnown::test_known_on_both"]["verdict"], AGREE_FAIL)
+        self.assertEqual(cases["TestKnown::test_known_on_both"]["verdict"], CaseVerdict.AGREE_FAIL)
         self.assertEqual(cases["TestKnown::test_known_on_both"]["upstream"], "#4242")
-        self.assertEqual(cases["TestKnown::test_known_and_fixed"]["verdict"], FIXED)
+        self.assertEqual(cases["TestKnown::test_known_and_fixed"]["verdict"], CaseVerdict.FIXED)
         self.assertEqual(cases["TestKnown::test_known_and_fixed"]["upstream"], "#4343")
         self.assertNotIn("upstream", cases["TestKnown::test_unknown_on_both"])
         table = regressions.render(data)
@@ -373,9 +360,9 @@ class TestSyntheticGate(unittest.TestCase):
         (part,) = data["parts"]
         self.assertEqual({side: run["returncode"] for side, run in part["runs"].items()},
                          {"stock": None, "overlay": None})
-        self.assertEqual(part["counts"][AGREE_PASS], 1)  # test_a_before; the other two never ended
+        self.assertEqual(part["counts"][CaseVerdict.AGREE_PASS], 1)  # test_a_before; the other two never ended
         self.assertEqual(sum(part["counts"].values()), 1)
-        self.assertEqual(data["totals"][REGRESSED], 0)
+        self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 0)
         self.assertFalse(data["ok"])  # nothing regressed in what ran, but not everything ran
         self.assertRegex(readme.render_gate(data), r": INCOMPLETE \(a side timed out\)\.")
         self.assertRegex(regressions.render(data),
@@ -539,7 +526,7 @@ class TestShardedGate(unittest.TestCase):
                       regressions.render(merged))
         self.assertRegex(readme.render_gate(merged), r": REGRESSIONS FOUND\.")  # test_triple's
         # without the regression, the missing case alone makes the README's verdict incomplete
-        no_regression = dict(merged, totals=dict(merged["totals"], **{REGRESSED: 0}))
+        no_regression = dict(merged, totals=dict(merged["totals"], **{CaseVerdict.REGRESSED: 0}))
         self.assertRegex(readme.render_gate(no_regression), r": INCOMPLETE \(cases missing\)\.")
 
     def test_records_of_different_runs_do_not_merge(self) -> None:
@@ -581,8 +568,8 @@ class TestRealCorpus(unittest.TestCase):
         parts = {p["part"]: p for p in data["parts"]}
         self.assertEqual(set(parts), {f"differential/{p.stem}" for p in (REPO / "test" / "differential").glob("test_*.py")})
         for name, part in parts.items():
-            self.assertGreater(part["counts"][AGREE_PASS], 0, f"{name} passed nothing on either side")
-        self.assertEqual(data["totals"][REGRESSED], 0)
+            self.assertGreater(part["counts"][CaseVerdict.AGREE_PASS], 0, f"{name} passed nothing on either side")
+        self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 0)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+from torch_overlay.core.outcomes import Drift  # noqa: E402
+
 from torch_overlay import readme  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
 from torch_overlay.core.project import Project  # noqa: E402
-from torch_overlay.core.verdicts import Drift  # noqa: E402
 from torch_overlay.fork.series import Patch  # noqa: E402
 from torch_overlay.proofs import drift, upstream  # noqa: E402
 

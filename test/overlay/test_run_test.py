@@ -440,16 +440,16 @@ class TestOpenReg(RunnerTestBase):
 class TestClassify(unittest.TestCase):
     def test_status_from_pytest_exit_and_counts(self) -> None:
         counts = runner.Counts
-        self.assertEqual(runner.classify(0, counts(tests=2, failed=0, skipped=0)), runner.PASSED)
-        self.assertEqual(runner.classify(0, counts(tests=3, failed=0, skipped=2)), runner.PASSED)
-        self.assertEqual(runner.classify(0, counts(tests=2, failed=0, skipped=2)), runner.SKIPPED)
-        self.assertEqual(runner.classify(5, None), runner.SKIPPED)  # nothing collected or selected
-        self.assertEqual(runner.classify(1, counts(tests=2, failed=1, skipped=0)), runner.FAILED)
-        self.assertEqual(runner.classify(2, None), runner.FAILED)  # a collection error
-        self.assertEqual(runner.classify(-11, None), runner.FAILED)  # killed by a signal
-        self.assertEqual(runner.classify(0, None), runner.FAILED)  # exit 0 but no report
-        self.assertEqual(runner.classify(3, None), runner.BROKEN)
-        self.assertEqual(runner.classify(4, None), runner.BROKEN)
+        self.assertEqual(runner.run_status(0, counts(tests=2, failed=0, skipped=0)), runner.RunStatus.PASSED)
+        self.assertEqual(runner.run_status(0, counts(tests=3, failed=0, skipped=2)), runner.RunStatus.PASSED)
+        self.assertEqual(runner.run_status(0, counts(tests=2, failed=0, skipped=2)), runner.RunStatus.SKIPPED)
+        self.assertEqual(runner.run_status(5, None), runner.RunStatus.SKIPPED)  # nothing collected or selected
+        self.assertEqual(runner.run_status(1, counts(tests=2, failed=1, skipped=0)), runner.RunStatus.FAILED)
+        self.assertEqual(runner.run_status(2, None), runner.RunStatus.FAILED)  # a collection error
+        self.assertEqual(runner.run_status(-11, None), runner.RunStatus.FAILED)  # killed by a signal
+        self.assertEqual(runner.run_status(0, None), runner.RunStatus.FAILED)  # exit 0 but no report
+        self.assertEqual(runner.run_status(3, None), runner.RunStatus.BROKEN)
+        self.assertEqual(runner.run_status(4, None), runner.RunStatus.BROKEN)
 
     def test_counts_from_junit_xml(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:

@@ -54,6 +54,21 @@ class Project:
         return self.build_dir / "tree"
 
     @property
+    def records_dir(self) -> Path:
+        """The measured records the README's tables are rendered from (committed)."""
+        return self.root / "benchmarks"
+
+    @property
+    def gate_record_file(self) -> Path:
+        """The differential gate's verdicts, by tier and part (`verify --regressions --record`)."""
+        return self.records_dir / "regressions.json"
+
+    @property
     def case_times_file(self) -> Path:
         """Each differential corpus case's recorded duration, by part: what gate shards are sized by."""
-        return self.root / "benchmarks" / "regressions-times.json"
+        return self.records_dir / "regressions-times.json"
+
+    @property
+    def drift_record_file(self) -> Path:
+        """Each later release's drift verdicts (`verify --against V --record`)."""
+        return self.records_dir / "drift.json"

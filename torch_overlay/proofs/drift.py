@@ -27,8 +27,8 @@ from typing import Any
 from ..core import atomic, log
 from ..core.errors import OverlayError
 from ..core.lock import build_lock
+from ..core.outcomes import CaseOutcome, Drift, FileOutcome, render_table
 from ..core.project import Project
-from ..core.verdicts import DRIFT_RECORD_FILE, Drift, render_table
 from ..fork import applycheck, stock, tree
 from ..fork.applycheck import ApplyCheck
 from ..fork.series import Patch, read_series
@@ -37,7 +37,7 @@ from ..pinning.base import load as load_base
 from ..pinning.pin import Pin
 from . import upstream
 from .prove import existing_tests, run_side, select, side_summary, verify_dir
-from .testrun import CASE_FAILED, CASE_PASSED, CRASH, PASS, TIMEOUT, RunResult
+from .testrun import RunResult
 
 # Backend extensions installed in this environment (OpenReg) are built against the base's ABI
 # and cannot load into another release; both sides run without them, so their cases match.
@@ -54,22 +54,22 @@ class PatchDrift:
     @property
     def tests_pass(self) -> bool:
         # Only a real pass counts: a file whose tests were all skipped there proves nothing.
-        return bool(self.tests) and all(r.outcome == PASS for r in self.tests)
+        return bool(self.tests) and all(r.outcome == FileOutcome.PASS for r in self.tests)
 
-    def _cases(self, runs: tuple[RunResult, ...]) -> dict[str, str]:
+    def _cases(self, runs: tuple[RunResult, ...]) -> dict[str, CaseOutcome]:
         return {f"{r.file}::{name}": outcome for r in runs for name, outcome in r.cases.items()}
 
     @property
     def fixed_upstream(self) -> list[str]:
         """Cases that fail on the base and pass on the release: upstream's fix is there."""
         base, release = self._cases(self.base_tests), self._cases(self.tests)
-        return sorted(c for c, o in base.items() if o == CASE_FAILED and release.get(c) == CASE_PASSED)
+        return sorted(c for c, o in base.items() if o == CaseOutcome.FAILED and release.get(c) == CaseOutcome.PASSED)
 
     @property
     def beyond_upstream(self) -> list[str]:
         """Cases that fail on the base and still do not pass on the release."""
         base, release = self._cases(self.base_tests), self._cases(self.tests)
-        return sorted(c for c, o in base.items() if o == CASE_FAILED and release.get(c) != CASE_PASSED)
+        return sorted(c for c, o in base.items() if o == CaseOutcome.FAILED and release.get(c) != CaseOutcome.PASSED)
 
     @property
     def verdict(self) -> Drift:
@@ -186,7 +186,7 @@ def render(version: str, results: list[PatchDrift]) -> str:
     lines = [render_table(rows)]
     for r in results:  # a crash (e.g. an import error) says nothing about the bug: point at it
         for run in r.tests:
-            if run.outcome in (CRASH, TIMEOUT):
+            if run.outcome in (FileOutcome.CRASH, FileOutcome.TIMEOUT):
                 lines.append(f"{r.patch.id}: {run.file} did not run to completion on {version} ({run.outcome}); "
                              f"the verdict rests on git apply. Log: {run.log}")
         lines.extend(f"{r.patch.id}: beyond upstream: {case}" for case in r.beyond_upstream
@@ -230,7 +230,7 @@ def _merged(previous: dict[str, Any] | None, entry: dict[str, Any]) -> dict[str,
 def record(project: Project, entry: dict[str, Any]) -> Path:
     """Merge one release's measured results into `benchmarks/drift.json` (keyed by version, then by
     patch)."""
-    path = project.root / DRIFT_RECORD_FILE
+    path = project.drift_record_file
     path.parent.mkdir(exist_ok=True)
     data = json.loads(path.read_text()) if path.exists() else {}
     data[entry["version"]] = _merged(data.get(entry["version"]), entry)

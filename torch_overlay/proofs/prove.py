@@ -17,12 +17,12 @@ from typing import Any
 from ..core import log
 from ..core.errors import OverlayError
 from ..core.lock import build_lock
+from ..core.outcomes import FileOutcome, Proof, render_table
 from ..core.project import Project
-from ..core.verdicts import Proof, render_table
 from ..fork import stock
 from ..fork.series import Patch
 from ..pinning.base import Base
-from .testrun import DEFAULT_TIMEOUT, PASS, RunResult, run_test_file
+from .testrun import DEFAULT_TIMEOUT, RunResult, run_test_file
 
 
 def verify_dir(project: Project) -> Path:
@@ -40,7 +40,7 @@ class PatchProof:
     def verdict(self) -> Proof:
         if not self.test_files:
             return Proof.NO_TESTS
-        if any(r.outcome != PASS for r in self.overlay):
+        if any(r.outcome != FileOutcome.PASS for r in self.overlay):
             return Proof.BROKEN
         if not all(r.failing for r in self.stock):
             return Proof.NOT_CAUGHT

@@ -48,10 +48,11 @@ from typing import Any
 from ..core import atomic, log, shards
 from ..core.errors import OverlayError
 from ..core.lock import build_lock
+from ..core.outcomes import CaseOutcome, CaseVerdict
 from ..core.project import Project
 from ..fork import stock
 from ..pinning.base import Base
-from .testrun import CASE_FAILED, CASE_PASSED, CASE_SKIPPED, DEFAULT_TIMEOUT, collect_cases, run_cases
+from .testrun import DEFAULT_TIMEOUT, collect_cases, run_cases
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
@@ -62,12 +63,6 @@ TIMEOUTS = {"fast": DEFAULT_TIMEOUT, "full": 10800.0}
 SIDES = ("stock", "overlay")
 RERUNS = 2
 
-PASSED, FAILED, SKIPPED = CASE_PASSED, CASE_FAILED, CASE_SKIPPED
-MISSING = "missing"  # the case was not reported on that side (its file crashed there)
-# Per-case verdicts.
-AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED = "agree-pass", "agree-fail", "fixed", "regressed"
-FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED = "flaky-on-stock", "flaky-on-overlay", "skipped", "one-sided"
-VERDICTS = (AGREE_PASS, AGREE_FAIL, FIXED, REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, SKIPPED_BOTH, ONE_SIDED)
 # A failure message naming the upstream issue of a known bug (or the reason of a known limitation),
 # after pytest's `ExceptionType: `.
 UPSTREAM_TAG = re.compile(r"^(?:[\w.]+: )?\[upstream (#\d+|[a-z][a-z0-9-]*)\]")
@@ -110,7 +105,7 @@ def part_name(path: Path) -> str:
 class SideRun:
     """One pytest run of one part on one side: each case's outcome, and how the run ended."""
 
-    outcomes: dict[str, str]
+    outcomes: dict[str, CaseOutcome]
     returncode: int | None  # None: timed out
     seconds: float
     log: str
@@ -140,44 +135,44 @@ def tier_env(tier: str) -> dict[str, str]:
 @dataclass
 class CaseResult:
     case: str
-    stock: list[str] = field(default_factory=list)  # first run, then re-runs
-    overlay: list[str] = field(default_factory=list)
+    stock: list[CaseOutcome] = field(default_factory=list)  # first run, then re-runs
+    overlay: list[CaseOutcome] = field(default_factory=list)
     upstream: str | None = None  # "#N": the upstream issue its failure message names
 
     @property
-    def verdict(self) -> str:
-        return classify(self.stock, self.overlay)
+    def verdict(self) -> CaseVerdict:
+        return case_verdict(self.stock, self.overlay)
 
     def to_json(self) -> dict[str, Any]:
         data = {"case": self.case, "verdict": self.verdict, "stock": self.stock, "overlay": self.overlay}
-        if self.upstream and self.verdict in (AGREE_FAIL, FIXED):
+        if self.upstream and self.verdict in (CaseVerdict.AGREE_FAIL, CaseVerdict.FIXED):
             data["upstream"] = self.upstream
         return data
 
 
-def classify(stock_runs: list[str], overlay_runs: list[str]) -> str:
+def case_verdict(stock_runs: list[CaseOutcome], overlay_runs: list[CaseOutcome]) -> CaseVerdict:
     """The verdict of one case from its outcomes on each side (first run first)."""
-    if MISSING in stock_runs[:1] or MISSING in overlay_runs[:1]:
+    if CaseOutcome.MISSING in stock_runs[:1] or CaseOutcome.MISSING in overlay_runs[:1]:
         # A case one side never reported: the file crashed there, or the corpus differs.
-        if stock_runs[:1] == [PASSED]:
-            return REGRESSED  # the overlay lost a case stock passes
-        return ONE_SIDED
-    if set(stock_runs) == {PASSED} and set(overlay_runs) != {PASSED}:
-        return REGRESSED  # the overlay lost a case stock always passes, if only on some runs
+        if stock_runs[:1] == [CaseOutcome.PASSED]:
+            return CaseVerdict.REGRESSED  # the overlay lost a case stock passes
+        return CaseVerdict.ONE_SIDED
+    if set(stock_runs) == {CaseOutcome.PASSED} and set(overlay_runs) != {CaseOutcome.PASSED}:
+        return CaseVerdict.REGRESSED  # the overlay lost a case stock always passes, if only on some runs
     if len(set(stock_runs)) > 1:
-        return FLAKY_STOCK
+        return CaseVerdict.FLAKY_STOCK
     if len(set(overlay_runs)) > 1:
-        return FLAKY_OVERLAY
+        return CaseVerdict.FLAKY_OVERLAY
     s, o = stock_runs[0], overlay_runs[0]
-    if s == SKIPPED and o == SKIPPED:
-        return SKIPPED_BOTH
+    if s == CaseOutcome.SKIPPED and o == CaseOutcome.SKIPPED:
+        return CaseVerdict.SKIPPED
     if s == o:
-        return AGREE_PASS if s == PASSED else AGREE_FAIL
-    if s == PASSED:
-        return REGRESSED  # failed or skipped on the overlay: either way it lost a passing case
-    if o == PASSED:
-        return FIXED
-    return AGREE_FAIL  # failed on one side, skipped on the other: nothing passes
+        return CaseVerdict.AGREE_PASS if s == CaseOutcome.PASSED else CaseVerdict.AGREE_FAIL
+    if s == CaseOutcome.PASSED:
+        return CaseVerdict.REGRESSED  # failed or skipped on the overlay: either way it lost a passing case
+    if o == CaseOutcome.PASSED:
+        return CaseVerdict.FIXED
+    return CaseVerdict.AGREE_FAIL  # failed on one side, skipped on the other: nothing passes
 
 
 @dataclass(frozen=True)
@@ -198,7 +193,7 @@ class PartResult:
     seconds: float  # wall time of the part: both sides (at once with jobs > 1) and the re-runs
     shard: Shard | None = None
 
-    def counts(self) -> Counter[str]:
+    def counts(self) -> Counter[CaseVerdict]:
         return Counter(c.verdict for c in self.cases.values())
 
     def durations(self) -> dict[str, float]:
@@ -210,12 +205,13 @@ class PartResult:
         data = {
             "part": self.name,
             "seconds": self.seconds,
-            "counts": {v: self.counts().get(v, 0) for v in VERDICTS},
+            "counts": {v: self.counts().get(v, 0) for v in CaseVerdict},
             "runs": {side: {"returncode": r.returncode, "seconds": r.seconds, "cases": len(r.outcomes)}
                      for side, r in self.runs.items()},
             # agree-pass and skipped cases are the bulk (skipped: every CUDA variant on a machine
             # without CUDA): counted only; every other verdict is listed by name
-            "cases": [c.to_json() for c in self.cases.values() if c.verdict not in (AGREE_PASS, SKIPPED_BOTH)],
+            "cases": [c.to_json() for c in self.cases.values()
+                      if c.verdict not in (CaseVerdict.AGREE_PASS, CaseVerdict.SKIPPED)],
             "durations": self.durations(),  # moved to Project.case_times_file when recorded
         }
         if self.shard is not None:
@@ -227,7 +223,8 @@ class PartResult:
 
 def merge(stock_run: SideRun, overlay_run: SideRun) -> dict[str, CaseResult]:
     names = sorted(set(stock_run.outcomes) | set(overlay_run.outcomes))
-    return {n: CaseResult(n, [stock_run.outcomes.get(n, MISSING)], [overlay_run.outcomes.get(n, MISSING)],
+    missing = CaseOutcome.MISSING
+    return {n: CaseResult(n, [stock_run.outcomes.get(n, missing)], [overlay_run.outcomes.get(n, missing)],
                           stock_run.upstream.get(n) or overlay_run.upstream.get(n))
             for n in names}
 
@@ -262,16 +259,17 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
             log.error(f"{name}: {side} timed out after {timeout:.0f} s; the cases it did not reach are "
                       f"missing; see {run.log}")
     cases = merge(runs["stock"], runs["overlay"])
-    disagreeing = [n for n, c in cases.items() if c.stock != c.overlay and MISSING not in c.stock + c.overlay]
+    disagreeing = [n for n, c in cases.items()
+                   if c.stock != c.overlay and CaseOutcome.MISSING not in c.stock + c.overlay]
     for attempt in range(1, RERUNS + 1 if disagreeing else 1):
         log.info(f"  {name}: re-running {len(disagreeing)} disagreeing case(s), attempt {attempt}/{RERUNS}")
         again = run_sides(part, trees, logs, tier, timeout, jobs, disagreeing, attempt)
         for n in disagreeing:
-            cases[n].stock.append(again["stock"].outcomes.get(n, MISSING))
-            cases[n].overlay.append(again["overlay"].outcomes.get(n, MISSING))
+            cases[n].stock.append(again["stock"].outcomes.get(n, CaseOutcome.MISSING))
+            cases[n].overlay.append(again["overlay"].outcomes.get(n, CaseOutcome.MISSING))
     result = PartResult(name, cases, runs, round(time.monotonic() - start, 1), shard)
     counts = result.counts()
-    log.info(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS if counts[v]))
+    log.info(f"  {name}: " + ", ".join(f"{counts[v]} {v}" for v in CaseVerdict if counts[v]))
     return result
 
 
@@ -332,7 +330,8 @@ def load_case_times(project: Project) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def regressed_cases(record: dict[str, Any]) -> list[str]:
-    return [f"{p['part']}::{c['case']}" for p in record["parts"] for c in p["cases"] if c["verdict"] == REGRESSED]
+    return [f"{p['part']}::{c['case']}" for p in record["parts"] for c in p["cases"]
+            if c["verdict"] == CaseVerdict.REGRESSED]
 
 
 def missing_cases(record: dict[str, Any]) -> list[str]:
@@ -360,8 +359,8 @@ def with_totals(data: dict[str, Any]) -> dict[str, Any]:
     total = Counter[str]()
     for part in data["parts"]:
         total.update(part["counts"])
-    ok = not total.get(REGRESSED) and not timed_out(data) and not missing_cases(data)
-    return dict(data, ok=ok, totals={v: total.get(v, 0) for v in VERDICTS})
+    ok = not total.get(CaseVerdict.REGRESSED) and not timed_out(data) and not missing_cases(data)
+    return dict(data, ok=ok, totals={v: total.get(v, 0) for v in CaseVerdict})
 
 
 def timed_out(record: dict[str, Any]) -> list[tuple[str, str]]:
@@ -385,7 +384,7 @@ def render(record: dict[str, Any]) -> str:
     the part's wall time (both sides and the re-runs); then every regressed, flaky or one-sided case
     by name. Fixed and agree-fail cases (hundreds in the full tier) are counted in the table and,
     where they name one, by upstream issue; the record lists each by name."""
-    shown = [v for v in VERDICTS if any(p["counts"][v] for p in record["parts"])] or [AGREE_PASS]
+    shown = [v for v in CaseVerdict if any(p["counts"][v] for p in record["parts"])] or [CaseVerdict.AGREE_PASS]
     header = ["part", *shown, "stock s", "overlay s", "wall min"]
     # A part recorded before parts measured their wall time has none: "-", and no total.
     walls = [p.get("seconds") for p in record["parts"]]
@@ -397,12 +396,13 @@ def render(record: dict[str, Any]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]
-               if c["verdict"] in (REGRESSED, FLAKY_STOCK, FLAKY_OVERLAY, ONE_SIDED)]
+               if c["verdict"] in (CaseVerdict.REGRESSED, CaseVerdict.FLAKY_STOCK, CaseVerdict.FLAKY_OVERLAY,
+                                   CaseVerdict.ONE_SIDED)]
     for part, case in notable:
         issue = f" [upstream {case['upstream']}]" if case.get("upstream") else ""
         lines.append(f"- {case['verdict']}: `{part}::{case['case']}`{issue} "
                      f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
-    lines += [line for verdict in (FIXED, AGREE_FAIL) for p in record["parts"]
+    lines += [line for verdict in (CaseVerdict.FIXED, CaseVerdict.AGREE_FAIL) for p in record["parts"]
               if (line := _known_upstream(p, verdict))]
     runs = {p["part"]: p["runs"] for p in record["parts"]}
     for part, side in timed_out(record):
@@ -523,7 +523,7 @@ def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, dict[str, Any]]
     return {
         "part": name,
         "seconds": round(sum(part["seconds"] for part in parts), 1),  # machine time, over every shard
-        "counts": {v: counts.get(v, 0) for v in VERDICTS},
+        "counts": {v: counts.get(v, 0) for v in CaseVerdict},
         "runs": {side: _merge_runs([part["runs"][side] for part in parts]) for side in SIDES},
         "cases": sorted((c for part in parts for c in part["cases"]), key=lambda c: c["case"]),
         "durations": dict(sorted(kv for part in parts for kv in part["durations"].items())),

@@ -7,7 +7,7 @@ shared between processes by default; a stale entry written by the other torch co
 for this one, so every run gets a fresh `TORCHINDUCTOR_CACHE_DIR` that is deleted afterwards.
 Each case's outcome comes from pytest's JUnit XML (the one parser of test results here, also
 `test/run_test.py`'s): `verify`, `verify --against` and `verify --regressions` all compare runs
-case by case. `test_env` and `classify` are likewise the runner's: a test file runs in the same
+case by case. `test_env` and `file_outcome` are likewise the runner's: a test file runs in the same
 environment, and gets the same verdict, whichever of them runs it. That environment also names
 the CUDA device-type test base of `test_hooks/` to torch: device-generic suites list their CUDA
 cases on every machine, skipped with the reason where CUDA is absent.
@@ -27,14 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-# How a test file ended. EMPTY: it ran no test, or skipped them all, which proves nothing either
-# way (not a pass). BROKEN: pytest itself failed (an internal error, a usage error), which says
-# nothing about the tests.
-PASS, FAIL, CRASH, EMPTY, TIMEOUT, BROKEN = "pass", "fail", "crash", "no-tests", "timeout", "broken"
-# One case's outcome, as pytest reports it.
-CASE_PASSED, CASE_FAILED, CASE_SKIPPED = "passed", "failed", "skipped"
-# A case its process died in (a segfault in compiled code): no other outcome can be known.
-CASE_CRASHED = "crashed"
+from ..core.outcomes import CaseOutcome, FileOutcome
+
 # What test processes load from the tool (and nothing else of it): the pytest plugin that logs
 # each case as it ends, and the CUDA device-type test base (see test_hooks/*.py).
 TEST_HOOKS_DIR = Path(__file__).resolve().parents[1] / "test_hooks"
@@ -47,10 +41,10 @@ DEFAULT_TIMEOUT = 1800.0
 
 @dataclass(frozen=True)
 class RunResult:
-    """How one test file ended. `outcome` is one of PASS, FAIL, CRASH, EMPTY, TIMEOUT, BROKEN."""
+    """How one test file ended."""
 
     file: str
-    outcome: str
+    outcome: FileOutcome
     returncode: int | None
     tests_run: int | None  # None: pytest wrote no report (crash before or while collecting)
     failed: int  # failures + errors
@@ -58,20 +52,19 @@ class RunResult:
     seconds: float
     log: str  # path of the full output
     tail: str
-    cases: dict[str, str] = field(default_factory=dict)  # `Class::test` -> CASE_* outcome
+    cases: dict[str, CaseOutcome] = field(default_factory=dict)  # keyed `Class::test`
 
     @property
     def failing(self) -> bool:
-        """Whether the file did not pass: what a regression test must do on an unfixed torch."""
-        return self.outcome in (FAIL, CRASH, TIMEOUT)
+        return self.outcome.failing
 
     def summary(self) -> str:
         skipped = f", {self.skipped} skipped" if self.skipped else ""
-        if self.outcome == FAIL and self.tests_run:
+        if self.outcome == FileOutcome.FAIL and self.tests_run:
             return f"fail {self.failed}/{self.tests_run}{skipped}"
-        if self.outcome == PASS and self.tests_run:
+        if self.outcome == FileOutcome.PASS and self.tests_run:
             return f"pass {self.tests_run - self.skipped}/{self.tests_run}{skipped}"
-        return self.outcome
+        return str(self.outcome)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,7 +83,7 @@ class Counts:
 class Report:
     """pytest's JUnit XML: each case's outcome, and the totals."""
 
-    cases: dict[str, str]  # `Class::test` -> CASE_PASSED/CASE_FAILED/CASE_SKIPPED
+    cases: dict[str, CaseOutcome]  # keyed `Class::test`: passed, failed or skipped
     counts: Counts
     messages: dict[str, str] = field(default_factory=dict)  # failed case -> its failure's message
     durations: dict[str, float] = field(default_factory=dict)  # case -> seconds pytest measured
@@ -116,16 +109,16 @@ def _case_name(case: ET.Element) -> str:
     return f"{cls}::{case.get('name')}"
 
 
-def _case_outcomes(root: ET.Element) -> dict[str, str]:
-    outcomes: dict[str, str] = {}
+def _case_outcomes(root: ET.Element) -> dict[str, CaseOutcome]:
+    outcomes: dict[str, CaseOutcome] = {}
     for case in root.iter("testcase"):
         key = _case_name(case)
         if case.find("failure") is not None or case.find("error") is not None:
-            outcomes[key] = CASE_FAILED
+            outcomes[key] = CaseOutcome.FAILED
         elif case.find("skipped") is not None:
-            outcomes[key] = CASE_SKIPPED
+            outcomes[key] = CaseOutcome.SKIPPED
         else:
-            outcomes[key] = CASE_PASSED
+            outcomes[key] = CaseOutcome.PASSED
     return outcomes
 
 
@@ -158,19 +151,19 @@ def _totals(root: ET.Element) -> Counts:
 PYTEST_INTERNAL, PYTEST_USAGE, PYTEST_NO_TESTS = 3, 4, 5
 
 
-def classify(returncode: int | None, counts: Counts | None) -> str:
+def file_outcome(returncode: int | None, counts: Counts | None) -> FileOutcome:
     """How a file ended, from pytest's exit status (None: timed out) and its report's totals."""
     if returncode is None:
-        return TIMEOUT
+        return FileOutcome.TIMEOUT
     if returncode in (PYTEST_INTERNAL, PYTEST_USAGE):
-        return BROKEN
+        return FileOutcome.BROKEN
     if returncode == PYTEST_NO_TESTS:
-        return EMPTY  # nothing collected or selected
+        return FileOutcome.EMPTY  # nothing collected or selected
     if counts is None:
-        return CRASH  # no (whole) report: it died before or while running, whatever its status
+        return FileOutcome.CRASH  # no (whole) report: it died before or while running, whatever its status
     if returncode != 0 or counts.failed:
-        return FAIL
-    return EMPTY if counts.tests == counts.skipped else PASS
+        return FileOutcome.FAIL
+    return FileOutcome.EMPTY if counts.tests == counts.skipped else FileOutcome.PASS
 
 
 def test_env(pythonpath: Sequence[Path], cache_dir: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -242,7 +235,7 @@ class CaseLog:
     """What a run's case log says (keys `Class::test`, as in a Report)."""
 
     collected: list[str]
-    ended: dict[str, str]  # case -> CASE_* outcome
+    ended: dict[str, CaseOutcome]
     running: str | None  # started and never ended: the case the process died in
 
     @property
@@ -255,7 +248,7 @@ def read_case_log(path: Path) -> CaseLog:
         return "::".join(nodeid.split("::")[-2:])
 
     collected: list[str] = []
-    ended: dict[str, str] = {}
+    ended: dict[str, CaseOutcome] = {}
     running = None
     lines = path.read_text().splitlines() if path.exists() else []
     for record in map(json.loads, lines):
@@ -264,7 +257,7 @@ def read_case_log(path: Path) -> CaseLog:
         elif "started" in record:
             running = key(record["started"])
         else:
-            ended[key(record["ended"])] = record["outcome"]
+            ended[key(record["ended"])] = CaseOutcome(record["outcome"])
             running = None
     return CaseLog(collected, ended, running)
 
@@ -275,7 +268,7 @@ class CaseRun:
     only a run that wrote its report knows: the failed cases' messages and the cases' durations."""
 
     returncode: int | None
-    outcomes: dict[str, str]
+    outcomes: dict[str, CaseOutcome]
     messages: dict[str, str] = field(default_factory=dict)
     durations: dict[str, float] = field(default_factory=dict)
 
@@ -283,13 +276,13 @@ class CaseRun:
 def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
               cases: list[str] | None = None, extra_env: dict[str, str] | None = None) -> CaseRun:
     """Each case's outcome, like `run_pytest`, also when the process dies inside a case: that case
-    is CASE_CRASHED and the cases it did not reach run in a new process, until none is left.
+    is crashed and the cases it did not reach run in a new process, until none is left.
 
     `timeout` bounds all the runs together; a run that dies outside any case (collecting,
     exiting) ends the loop.
     """
     deadline = time.monotonic() + timeout
-    outcomes: dict[str, str] = {}
+    outcomes: dict[str, CaseOutcome] = {}
     log.unlink(missing_ok=True)
     with tempfile.TemporaryDirectory(prefix="cases-") as scratch:
         case_log = Path(scratch) / "cases.jsonl"
@@ -303,7 +296,7 @@ def run_cases(test_path: Path, pythonpath: list[Path], log: Path, timeout: float
             outcomes.update(progress.ended)
             if returncode is None or progress.running is None:
                 return CaseRun(returncode, outcomes)
-            outcomes[progress.running] = CASE_CRASHED
+            outcomes[progress.running] = CaseOutcome.CRASHED
             with log.open("a") as out:
                 out.write(f"\n[{progress.running} crashed the run (exit {returncode}); "
                           f"running the {len(progress.not_reached)} case(s) it did not reach]\n")
@@ -331,7 +324,7 @@ def run_test_file(root: Path, test_file: str, pythonpath: list[Path], log: Path,
     counts = None if report is None else report.counts
     return RunResult(
         file=test_file,
-        outcome=classify(returncode, counts),
+        outcome=file_outcome(returncode, counts),
         returncode=returncode,
         tests_run=None if counts is None else counts.tests,
         failed=0 if counts is None else counts.failed,

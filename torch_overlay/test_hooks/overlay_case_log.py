@@ -10,13 +10,29 @@ test's PYTHONPATH, so that nothing else of the tool becomes importable by the te
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 PATH_ENV = "TORCH_OVERLAY_CASE_LOG"
 
-_outcomes: dict[str, str] = {}
+
+def _tool_outcomes() -> ModuleType:
+    """The tool's outcome vocabulary (`core/outcomes.py`, standard library only), loaded by path:
+    the test process can import nothing else of the tool."""
+    path = Path(__file__).resolve().parents[1] / "core" / "outcomes.py"
+    spec = importlib.util.spec_from_file_location("_torch_overlay_outcomes", path)
+    assert spec is not None and spec.loader is not None, path
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CaseOutcome = _tool_outcomes().CaseOutcome
+_outcomes: dict[str, Any] = {}
 
 
 def _write(record: dict[str, Any]) -> None:
@@ -36,14 +52,14 @@ def pytest_runtest_logstart(nodeid: str, location: Any) -> None:
 
 def pytest_runtest_logreport(report: Any) -> None:
     # A case's phases (setup, call, teardown) each report: any failure fails the case, as in JUnit.
-    before = _outcomes.get(report.nodeid, "passed")
+    before = _outcomes.get(report.nodeid, CaseOutcome.PASSED)
     if report.failed:
-        _outcomes[report.nodeid] = "failed"
-    elif report.skipped and before != "failed":
-        _outcomes[report.nodeid] = "skipped"
+        _outcomes[report.nodeid] = CaseOutcome.FAILED
+    elif report.skipped and before != CaseOutcome.FAILED:
+        _outcomes[report.nodeid] = CaseOutcome.SKIPPED
     else:
         _outcomes[report.nodeid] = before
 
 
 def pytest_runtest_logfinish(nodeid: str, location: Any) -> None:
-    _write({"ended": nodeid, "outcome": _outcomes.pop(nodeid, "passed")})
+    _write({"ended": nodeid, "outcome": _outcomes.pop(nodeid, CaseOutcome.PASSED)})
