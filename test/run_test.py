@@ -58,14 +58,16 @@ if str(REPO_ROOT) not in sys.path:
 
 from torch_overlay.core import shards  # noqa: E402
 from torch_overlay.core.outcomes import RunStatus  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
 from torch_overlay.core.shards import estimates  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
 from torch_overlay.proofs.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
 
-DEFAULT_TEST_ROOT = REPO_ROOT / "test"
+PROJECT = Project.discover(REPO_ROOT)
+DEFAULT_TEST_ROOT = PROJECT.test_dir
 TIMES_FILE = ".test-times.json"
 OPENREG_TESTS = Path("cpp_extensions/open_registration_extension/torch_openreg/tests")
-OPENREG_BUILD_DIR = REPO_ROOT / "build" / "openreg"
+OPENREG_BUILD_DIR = PROJECT.openreg_build_dir
 LOG_TAIL_LINES = 40
 DEFAULT_XML_DIR = "test-reports"
 # Tests too slow for every run (e.g. a fresh venv of another Python) skip unless this is "full".
@@ -308,7 +310,7 @@ def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, s
     tier = {TIER_ENV: "full", "PYTORCH_TEST_WITH_SLOW": "1"} if options.full else {}  # torch's @slowTest switch
     extra: list[Path] = []
     if suite.kind == "overlay":
-        extra.append(REPO_ROOT)  # the tool's tests import torch_overlay from the checkout
+        extra.append(PROJECT.root)  # the tool's tests import torch_overlay from the checkout
     if suite.kind == "openreg" and options.openreg_path is not None:
         extra.append(options.openreg_path)
     # The installed torch is the one under test: whatever PYTHONPATH holds stays, after these.

@@ -27,12 +27,12 @@ from .proofs.testrun import DEFAULT_TIMEOUT
 
 
 def load_base(project: Project, pin: Pin) -> base_mod.Base:
-    return base_mod.load(project.cache_dir, pin, pin.wheel_for_this_interpreter())
+    return base_mod.load(project.cache, pin, pin.wheel_for_this_interpreter())
 
 
 def cmd_fetch(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     wheel = pin.wheel_for_tag(args.tag) if args.tag else pin.wheel_for_this_interpreter()
-    print(base_mod.fetch(project.cache_dir, pin, wheel))
+    print(base_mod.fetch(project.cache, pin, wheel))
     return 0
 
 
@@ -54,7 +54,7 @@ def cmd_export(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 def cmd_wheel(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     base = load_base(project, pin)
     tree.materialise(project, base)
-    out = build_wheel(pin, base, project.cache_dir, project.tree_dir, read_series(project.patches_dir), args.output)
+    out = build_wheel(pin, base, project.cache, project.tree_dir, read_series(project.patches_dir), args.output)
     print(out)
     return 0
 

@@ -30,7 +30,7 @@ from torch_overlay.bench.targets import (  # noqa: E402
 )
 from torch_overlay.cli import cmd_bench, parser  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
-from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.core.project import Cache, Project  # noqa: E402
 from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 SUITE_OUTPUT = """\
@@ -47,7 +47,7 @@ class BenchTestCase(TempDirMixin, unittest.TestCase):
     def setUp(self) -> None:
         super().setUp()
         self.p = project_with_a_patch(self.tmp)
-        self.project = Project.at(self.p.root, self.p.cache)
+        self.project = Project.at(self.p.root, Cache(self.p.cache))
         self.pin = load_pin(self.project.pin_file)
 
     def measure(self, parts: list[str], repeat: int = 1) -> dict:

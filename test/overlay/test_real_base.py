@@ -27,7 +27,7 @@ PROJECT = Project.discover(REPO)
 PIN = load_pin(PROJECT.pin_file)
 PATCHES = read_series(PROJECT.patches_dir)
 # This interpreter's base wheel: the cache may hold the pinned wheels of other Pythons too.
-BASE_WHEEL = wheel_path(PROJECT.cache_dir, PIN, PIN.wheel_for_this_interpreter())
+BASE_WHEEL = wheel_path(PROJECT.cache, PIN, PIN.wheel_for_this_interpreter())
 
 
 class TestInstalledOverlay(TestCase):

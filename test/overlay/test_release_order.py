@@ -15,7 +15,7 @@ from torch_overlay.core.outcomes import Drift  # noqa: E402
 
 from torch_overlay import readme  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
-from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.core.project import Cache, Project  # noqa: E402
 from torch_overlay.fork.series import Patch  # noqa: E402
 from torch_overlay.proofs import drift, upstream  # noqa: E402
 
@@ -58,13 +58,13 @@ class TestReleaseOrder(unittest.TestCase):
         self.assertEqual(readme.first_release_with_fix(records, Patch(self.tmp / PATCH_FILE)), "2.10.0rc1")
 
     def test_drift_record_keeps_releases_in_order(self) -> None:
-        project = Project.at(self.tmp, self.tmp / "cache")
+        project = Project.at(self.tmp, Cache(self.tmp / "cache"))
         for version in SHUFFLED:
             path = drift.record(project, drift_entry(version, Drift.STILL_NEEDED))
         self.assertEqual(list(json.loads(path.read_text())), RELEASE_ORDER)
 
     def test_a_run_of_some_patches_updates_them_and_keeps_the_others(self) -> None:
-        project = Project.at(self.tmp, self.tmp / "cache")
+        project = Project.at(self.tmp, Cache(self.tmp / "cache"))
 
         def entry(wheel: str, **verdicts: str) -> dict[str, object]:
             return {"version": "2.10.0", "wheel": {"sha256": wheel},

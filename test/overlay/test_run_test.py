@@ -417,7 +417,7 @@ class TestOpenReg(RunnerTestBase):
         self.assertEqual(len(self.calls), 1)
         torch_dir, build_dir, _ = self.calls[0]
         self.assertTrue((torch_dir / "version.py").is_file())
-        self.assertEqual(build_dir, runner.REPO_ROOT / "build" / "openreg")
+        self.assertEqual(build_dir, runner.PROJECT.openreg_build_dir)
 
     def test_not_built_when_no_openreg_suite_is_selected(self) -> None:
         status, _, _ = self.main("-i", "overlay/test_pass")

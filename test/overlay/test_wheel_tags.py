@@ -22,7 +22,7 @@ from test_wheel import raw_members
 sys.path.insert(0, str(REPO))
 from torch_overlay.artifacts.wheel import build_wheel  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
-from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.core.project import Cache, Project  # noqa: E402
 from torch_overlay.fork.series import read_series  # noqa: E402
 from torch_overlay.fork.tree import export, materialise  # noqa: E402
 from torch_overlay.pinning.base import is_wheel_of, load  # noqa: E402
@@ -132,15 +132,15 @@ class TestOtherPlatformWheels(TempDirMixin, unittest.TestCase):
         version_py = f"__version__ = '{base_version}'\ngit_version = '5811a8d7da873dd699ff6687092c225caffcf1bb'\n"
         p = SyntheticProject(root, {**compiled, "torch/version.py": version_py.encode()}, tag=tag)
         # Another platform's wheel: the API takes it by tag (the command line takes this interpreter's).
-        project = Project.at(p.root, p.cache)
+        project = Project.at(p.root, Cache(p.cache))
         pin = load_pin(project.pin_file)
-        base = load(project.cache_dir, pin, pin.wheel_for_tag(tag))
+        base = load(project.cache, pin, pin.wheel_for_tag(tag))
         materialise(project, base)
         p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")
         export(project)
         materialise(project, base)
         patches = read_series(project.patches_dir)
-        wheel = build_wheel(pin, base, project.cache_dir, project.tree_dir, patches, root / "dist")
+        wheel = build_wheel(pin, base, project.cache, project.tree_dir, patches, root / "dist")
 
         name, version, _, wheel_tags = parse_wheel_filename(wheel.name)
         self.assertEqual((name, {str(t) for t in wheel_tags}), ("torch", {tag}))

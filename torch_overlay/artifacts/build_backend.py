@@ -68,7 +68,7 @@ def frontend_hook() -> Iterator[None]:
 def prepare_tree(project: Project) -> tuple[Pin, Base]:
     """The pin, and the base for this interpreter with the tree brought up to date."""
     pin = load_pin(project.pin_file)
-    base = load(project.cache_dir, pin, pin.wheel_for_this_interpreter())
+    base = load(project.cache, pin, pin.wheel_for_this_interpreter())
     materialise(project, base)
     return pin, base
 
@@ -81,7 +81,7 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
         project = Project.at(Path.cwd())
         pin, base = prepare_tree(project)
         patches = read_series(project.patches_dir)
-        wheel = build_custom_wheel(pin, base, project.cache_dir, project.tree_dir, patches, Path(wheel_directory))
+        wheel = build_custom_wheel(pin, base, project.cache, project.tree_dir, patches, Path(wheel_directory))
         return wheel.name
 
 

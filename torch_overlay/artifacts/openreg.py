@@ -30,8 +30,8 @@ from ..core import atomic, log
 from ..core.errors import ToolError
 from ..core.fault import fault_point
 from ..core.lock import build_lock
+from ..core.project import CHECKOUT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_NAME = "torch_openreg"
 LIBRARY_NAME = "libtorch_openreg.so"
 MIN_CMAKE = (3, 18)
@@ -177,7 +177,7 @@ def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int, cmake: Path,
         "torch_dir": str(torch_dir),
         "compiler": str(compiler),
         "cxx11_abi": cxx11_abi,
-        "source": str(REPO_ROOT),
+        "source": str(CHECKOUT),
         # `pip install -e .` builds with the cmake/ninja of pip's temporary build environment,
         # later runs with the venv's: a move of the tools needs a re-configure, not a rebuild.
         "tools": [str(cmake), str(ninja)],
@@ -210,7 +210,7 @@ def _configure(build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted
         shutil.rmtree(build_dir / "CMakeFiles", ignore_errors=True)
     (build_dir / _STAMP_NAME).unlink(missing_ok=True)
     cmd: list[str | Path] = [
-        cmake, "-G", "Ninja", "-S", REPO_ROOT, "-B", build_dir,
+        cmake, "-G", "Ninja", "-S", CHECKOUT, "-B", build_dir,
         f"-DCMAKE_MAKE_PROGRAM={ninja}",
         f"-DCMAKE_CXX_COMPILER={compiler}",
         "-DCMAKE_BUILD_TYPE=Release",

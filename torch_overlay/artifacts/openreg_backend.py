@@ -72,7 +72,7 @@ def _build() -> Path:
     try:
         # The compile (~20 s cold) shows its progress wherever the hook's stderr goes: the terminal.
         with contextlib.redirect_stdout(sys.stderr):
-            return build_openreg(project.tree_dir / "torch", project.build_dir / "openreg")
+            return build_openreg(project.tree_dir / "torch", project.openreg_build_dir)
     except OpenRegBuildError as e:
         raise OverlayError(str(e)) from e
 

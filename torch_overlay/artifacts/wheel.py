@@ -23,6 +23,7 @@ from ..core import atomic, git
 from ..core.errors import OverlayError
 from ..core.fault import fault_point
 from ..core.progress import Progress
+from ..core.project import Cache
 from ..core.zipcopy import RawZipWriter
 from ..fork.series import WHEEL_PACKAGES, Patch, overlay_version
 from ..fork.tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress
@@ -74,7 +75,7 @@ def set_metadata_version(metadata: bytes, version: str) -> bytes:
     return message.as_bytes()
 
 
-def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list[Patch], out_dir: Path) -> Path:
+def build_wheel(pin: Pin, base: Base, cache: Cache, tree: Path, patches: list[Patch], out_dir: Path) -> Path:
     """Write the custom wheel into `out_dir`; the tree must be fresh and clean."""
     record = TreeRecord.read(tree) if (tree / ".git").exists() else None
     if not is_fresh(record, base, patches):
@@ -88,7 +89,7 @@ def build_wheel(pin: Pin, base: Base, cache_dir: Path, tree: Path, patches: list
         raise OverlayError(f"{tree} is in the middle of `{operation.name}`; finish it and export first")
     if git.out(tree, "rev-parse", "HEAD") != record.head:
         raise OverlayError(f"{tree}'s HEAD is not what patches/ holds; export it (or run `tree --force`) first")
-    fetch(cache_dir, pin, base.wheel)  # the wheel itself is read: verify it (again) first
+    fetch(cache, pin, base.wheel)  # the wheel itself is read: verify it (again) first
     version = overlay_version(base.version, patches)
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / base.wheel.filename(version)

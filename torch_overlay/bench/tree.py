@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core.project import Project
 from .options import BenchOptions
 from .runner import program, program_env
 from .stats import Json, log, ratio, summarize
@@ -48,8 +49,8 @@ def first_import(tree: Path) -> Json:
     return {"ok": True, "seconds": round(seconds, 3), "version": version, "patches": patches}
 
 
-def build(project_root: Path, cache: Path) -> Json:
-    return run_worker("tree", root=str(project_root), cache=str(cache))
+def build(project: Project) -> Json:
+    return run_worker("tree", root=str(project.root), cache=str(project.cache.root))
 
 
 def measure(ws: Workspace, options: BenchOptions) -> Json:
@@ -63,17 +64,17 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
         log(f"tree {i + 1}/{repeat}: cold extraction")
         cache = ws.fresh_cache(f"cold-cache-{i}")
         project = ws.new_project(f"cold-{i}", cache)
-        result = build(project.root, cache)
+        result = build(project)
         cold.append(result["seconds"])
         rss.append(result["peak_rss_mb"])
         shutil.rmtree(project.root)
-        shutil.rmtree(cache)
+        shutil.rmtree(cache.root)
         log(f"tree {i + 1}/{repeat}: warm extraction, then unchanged re-run")
         project = ws.new_project(f"warm-{i}")
-        result = build(project.root, project.cache_dir)
+        result = build(project)
         warm.append(result["seconds"])
         rss.append(result["peak_rss_mb"])
-        unchanged.append(build(project.root, project.cache_dir)["seconds"])
+        unchanged.append(build(project)["seconds"])
         if i == 0:
             imported = first_import(project.tree_dir)
         shutil.rmtree(project.root)

@@ -30,7 +30,7 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
     for i in range(builds):
         log(f"wheel {i + 1}/{builds}: build_wheel, then naive re-deflate")
         out = ws.root / f"wheel-{i}"
-        built = run_worker("wheel", root=str(project.root), cache=str(project.cache_dir), out=str(out))
+        built = run_worker("wheel", root=str(project.root), cache=str(project.cache.root), out=str(out))
         wheel = Path(built["path"])
         fast.append(built["seconds"])
         rss["wheel"] = max(rss["wheel"], built["peak_rss_mb"])

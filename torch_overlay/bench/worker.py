@@ -15,14 +15,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.errors import OverlayError
-from ..core.project import Project
+from ..core.project import CHECKOUT, Cache, Project
 from ..fork.series import read_series
 from ..pinning.base import Base, load
 from ..pinning.pin import Pin, load_pin
 from .rezip import naive_rezip
 from .stats import Json, peak_rss_mb, timed
-
-PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 def run_worker(task: str, **kwargs: str) -> Json:
@@ -38,14 +36,14 @@ def run_worker(task: str, **kwargs: str) -> Json:
 def worker_env() -> dict[str, str]:
     """This environment, with this checkout's torch_overlay importable first."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_PARENT), *filter(None, [env.get("PYTHONPATH")])])
+    env["PYTHONPATH"] = os.pathsep.join([str(CHECKOUT), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
 def _project_and_base(root: str, cache: str) -> tuple[Project, Pin, Base]:
-    project = Project.at(Path(root), Path(cache))
+    project = Project.at(Path(root), Cache(Path(cache)))
     pin = load_pin(project.pin_file)
-    return project, pin, load(project.cache_dir, pin, pin.wheel_for_this_interpreter())
+    return project, pin, load(project.cache, pin, pin.wheel_for_this_interpreter())
 
 
 # Each task imports only what it builds with: the worker's peak RSS is then the build's.
@@ -66,7 +64,7 @@ def _build_wheel(args: Json) -> Json:
 
     project, pin, base = _project_and_base(args["root"], args["cache"])
     patches = read_series(project.patches_dir)
-    seconds, path = timed(lambda: build_wheel(pin, base, project.cache_dir, project.tree_dir, patches,
+    seconds, path = timed(lambda: build_wheel(pin, base, project.cache, project.tree_dir, patches,
                                               Path(args["out"])))
     return {"seconds": seconds, "path": str(path), "peak_rss_mb": peak_rss_mb()}
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.project import Project
+from ..core.project import Cache, Project
 from ..fork.stock import ensure_stock_tree
 from ..pinning.base import link_or_copy, load, wheel_path
 from ..pinning.pin import Pin
@@ -33,34 +33,35 @@ class Workspace:
 
     @property
     def wheel_file(self) -> Path:
-        return wheel_path(self.project.cache_dir, self.pin, self.pin.wheel_for_this_interpreter())
+        return wheel_path(self.project.cache, self.pin, self.pin.wheel_for_this_interpreter())
 
-    def new_project(self, name: str, cache_dir: Path | None = None) -> Project:
+    def new_project(self, name: str, cache: Cache | None = None) -> Project:
         """A project root holding copies of the pin and the series, and nothing built yet."""
         root = self.root / name
         root.mkdir(parents=True)
         shutil.copy2(self.project.pin_file, root / "overlay.toml")
         shutil.copytree(self.project.patches_dir, root / "patches")
-        return Project.at(root, cache_dir or self.project.cache_dir)
+        return Project.at(root, cache or self.project.cache)
 
-    def fresh_cache(self, name: str) -> Path:
+    def fresh_cache(self, name: str) -> Cache:
         """A cache holding only the (hard-linked) base wheel: the next build extracts it."""
-        cache = self.root / name
-        (cache / "wheels").mkdir(parents=True)
-        link_or_copy(self.wheel_file, cache / "wheels" / self.wheel_file.name)
+        cache = Cache(self.root / name)
+        wheel = cache.wheel(self.wheel_file.name)
+        wheel.parent.mkdir(parents=True)
+        link_or_copy(self.wheel_file, wheel)
         return cache
 
     def warm_project(self) -> Project:
         """One materialised overlay tree, shared by the wheel, recompile and openreg parts."""
         if self._warm is None:
             project = self.new_project("overlay")
-            run_worker("tree", root=str(project.root), cache=str(project.cache_dir))
+            run_worker("tree", root=str(project.root), cache=str(project.cache.root))
             self._warm = project
         return self._warm
 
     def stock_tree(self) -> Path:
         if self._stock is None:
-            base = load(self.project.cache_dir, self.pin, self.pin.wheel_for_this_interpreter())
+            base = load(self.project.cache, self.pin, self.pin.wheel_for_this_interpreter())
             self._stock = ensure_stock_tree(base, self.root / "stock")
         return self._stock
 
@@ -72,8 +73,8 @@ class Workspace:
 @contextmanager
 def workspace(project: Project, pin: Pin, parent: Path | None) -> Iterator[Workspace]:
     # The base must be fetched and extracted once up front, so that "warm" means warm.
-    load(project.cache_dir, pin, pin.wheel_for_this_interpreter())
-    parent = parent or project.cache_dir
+    load(project.cache, pin, pin.wheel_for_this_interpreter())
+    parent = parent or project.cache.root
     parent.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="bench-", dir=parent))
     try:

@@ -1,4 +1,5 @@
-"""Where things live: the repository's pin, patches and build directory, and the user cache."""
+"""Where things live: the repository's layout (pin, patches, records, build outputs) and the
+user cache. Every path of either is named here and nowhere else."""
 
 from __future__ import annotations
 
@@ -7,29 +8,54 @@ from dataclasses import dataclass
 from pathlib import Path
 
 CACHE_ENV = "TORCH_OVERLAY_CACHE"
+# The checkout this tool runs from: the directory `torch_overlay` is imported from, which holds
+# the C++ extensions' CMake project too.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
 
-def default_cache_dir() -> Path:
-    """The base-wheel cache: `$TORCH_OVERLAY_CACHE`, else the XDG user cache dir."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV]).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(xdg) / "torch-overlay"
+@dataclass(frozen=True)
+class Cache:
+    """The user cache, outside any repository and shared by all of them. Every entry is keyed by
+    the wheel's sha256, so a cached file is what its pin names or nothing:
+
+        wheels/<wheel file>             a verified wheel (the base, or a later release)
+        base/<sha256[:16]>/             its members, extracted; a manifest marks it complete
+        upstream-deps/<sha256[:16]>/    a later release's own dependencies (`verify --against`)
+    """
+
+    root: Path
+
+    @classmethod
+    def default(cls) -> Cache:
+        """`$TORCH_OVERLAY_CACHE`, else `torch-overlay` in the XDG user cache dir."""
+        if os.environ.get(CACHE_ENV):
+            return cls(Path(os.environ[CACHE_ENV]).expanduser().resolve())
+        xdg = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        return cls((Path(xdg) / "torch-overlay").resolve())
+
+    def wheel(self, filename: str) -> Path:
+        return self.root / "wheels" / filename
+
+    def extraction(self, sha256: str) -> Path:
+        return self.root / "base" / sha256[:16]
+
+    def release_deps(self, sha256: str) -> Path:
+        return self.root / "upstream-deps" / sha256[:16]
 
 
 @dataclass(frozen=True)
 class Project:
     root: Path
-    cache_dir: Path
+    cache: Cache
 
     @classmethod
-    def at(cls, root: Path, cache_dir: Path | None = None) -> Project:
-        return cls(root=root.resolve(), cache_dir=(cache_dir or default_cache_dir()).resolve())
+    def at(cls, root: Path, cache: Cache | None = None) -> Project:
+        return cls(root=root.resolve(), cache=cache or Cache.default())
 
     @classmethod
     def discover(cls, start: Path | None = None) -> Project:
-        """The repository containing `start` (default: this package's checkout)."""
-        here = (start or Path(__file__).parent).resolve()
+        """The repository containing `start` (default: this tool's checkout)."""
+        here = (start or CHECKOUT).resolve()
         for candidate in (here, *here.parents):
             if (candidate / "overlay.toml").is_file():
                 return cls.at(candidate)
@@ -52,6 +78,32 @@ class Project:
     @property
     def tree_dir(self) -> Path:
         return self.build_dir / "tree"
+
+    @property
+    def test_dir(self) -> Path:
+        """The project's test suites (`test/run_test.py` runs them)."""
+        return self.root / "test"
+
+    @property
+    def openreg_build_dir(self) -> Path:
+        """OpenReg's CMake build and the staged `torch_openreg` package."""
+        return self.build_dir / "openreg"
+
+    @property
+    def verify_dir(self) -> Path:
+        """The stock trees and logs of `verify` and `verify --against`."""
+        return self.build_dir / "verify"
+
+    @property
+    def gate_dir(self) -> Path:
+        """The differential gate's stock tree and logs."""
+        return self.build_dir / "regressions"
+
+    @property
+    def export_scratch_dir(self) -> Path:
+        """Where `export` writes the series before it replaces `patches/` (a fixed name: a killed
+        export's is reused)."""
+        return self.build_dir / "export.partial"
 
     @property
     def records_dir(self) -> Path:

@@ -15,7 +15,7 @@ from .tree import TreeRecord, am_in_progress, changed_files, commits_since_base
 
 def collect(project: Project, pin: Pin, *, verify_hash: bool = True) -> dict[str, Any]:
     wheel = pin.wheel_for_this_interpreter()
-    wheel_path = base_mod.wheel_path(project.cache_dir, pin, wheel)
+    wheel_path = base_mod.wheel_path(project.cache, pin, wheel)
     verified = None
     if verify_hash and wheel_path.exists():
         verified = base_mod.sha256_of(wheel_path) == wheel.sha256

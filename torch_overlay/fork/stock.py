@@ -11,6 +11,8 @@ placed under `test/` for one patch at a time.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..core import atomic
@@ -38,6 +40,22 @@ def ensure_stock_tree(base: Base, dest: Path) -> Path:
         progress.done()
         (partial / COMPLETE).write_text(base.wheel.sha256)
     return dest
+
+
+@contextmanager
+def stock_tree(base: Base, work: Path, *, keep: bool) -> Iterator[Path]:
+    """A stock tree of `base` in `work` (named for its version, so one is reused), holding no
+    test, for the block; removed afterwards, also after an error or an interruption, unless
+    `keep` (then only the tests placed in it go)."""
+    tree = ensure_stock_tree(base, work / f"stock-{base.version}")
+    clear_tests(tree)
+    try:
+        yield tree
+    finally:
+        if keep:
+            clear_tests(tree)
+        else:
+            remove(tree)
 
 
 def place_tests(stock: Path, source_root: Path, test_files: tuple[str, ...]) -> None:

@@ -364,7 +364,7 @@ def export(project: Project) -> list[Path]:
         project.patches_dir.mkdir(exist_ok=True)
         # The record's list covers a previous export killed before it removed stale files.
         old = {p.path.name for p in read_series(project.patches_dir)} | {name for name, _ in record.applied}
-        scratch = project.build_dir / "export.partial"  # fixed name: a killed export's is reused
+        scratch = project.export_scratch_dir
         shutil.rmtree(scratch, ignore_errors=True)
         git.run(
             tree, "format-patch", "--zero-commit", "--no-signature", "--no-numbered", "--abbrev=12",

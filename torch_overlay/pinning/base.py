@@ -1,10 +1,9 @@
 """The base: fetch the pinned wheel with pip, verify its sha256, extract it once into the cache.
 
-Cache layout (outside the repository, see `project.default_cache_dir`):
-    wheels/<wheel file>           the verified wheel
-    base/<sha256[:16]>/           its members, extracted; `manifest.json` marks it complete
-Everything is written under a `.partial` name and renamed into place, so an interrupted run
-leaves nothing that a later run could mistake for a finished one.
+In the user cache (`core.project.Cache`, which names its layout): the verified wheel, and its
+members extracted once (`manifest.json` marks an extraction complete). Everything is written
+under a `.partial` name and renamed into place, so an interrupted run leaves nothing that a
+later run could mistake for a finished one.
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from ..core.errors import ToolError
 from ..core.fault import fault_point
 from ..core.lock import build_lock
 from ..core.progress import Progress
+from ..core.project import Cache
 from .pin import Pin, WheelPin
 
 MANIFEST = "manifest.json"
@@ -70,13 +70,13 @@ class Base:
         return f"torch-{self.version}.dist-info"
 
 
-def wheel_path(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
-    return cache_dir / "wheels" / wheel.filename(pin.version)
+def wheel_path(cache: Cache, pin: Pin, wheel: WheelPin) -> Path:
+    return cache.wheel(wheel.filename(pin.version))
 
 
-def fetch(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Path:
+def fetch(cache: Cache, pin: Pin, wheel: WheelPin) -> Path:
     """The verified wheel in the cache, downloaded with pip if it is not there yet."""
-    target = wheel_path(cache_dir, pin, wheel)
+    target = wheel_path(cache, pin, wheel)
     if target.exists():
         verify(target, wheel.sha256)
         return target
@@ -169,13 +169,9 @@ def _extract(wheel: Path, dest: Path) -> dict[str, str]:
     return kinds
 
 
-def extraction_dir(cache_dir: Path, wheel: WheelPin) -> Path:
-    return cache_dir / "base" / wheel.sha256[:16]
-
-
-def extract(cache_dir: Path, wheel: WheelPin, path: Path) -> Path:
+def extract(cache: Cache, wheel: WheelPin, path: Path) -> Path:
     """The extracted members of a verified wheel (extracted once, reused afterwards)."""
-    dest = extraction_dir(cache_dir, wheel)
+    dest = cache.extraction(wheel.sha256)
     with build_lock(dest.parent):
         if not (dest / MANIFEST).exists():
             _extract_into(path, wheel, dest)
@@ -190,13 +186,13 @@ def _extract_into(path: Path, wheel: WheelPin, dest: Path) -> None:
         (partial / MANIFEST).write_text(json.dumps(manifest, indent=0, sort_keys=True))
 
 
-def load(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
+def load(cache: Cache, pin: Pin, wheel: WheelPin) -> Base:
     """Fetch, verify and extract the base wheel as needed; nothing is re-done when cached."""
-    extracted = extraction_dir(cache_dir, wheel)
-    path = wheel_path(cache_dir, pin, wheel)
+    extracted = cache.extraction(wheel.sha256)
+    path = wheel_path(cache, pin, wheel)
     if not (extracted / MANIFEST).exists():
-        path = fetch(cache_dir, pin, wheel)  # verifies before extraction
-        extract(cache_dir, wheel, path)
+        path = fetch(cache, pin, wheel)  # verifies before extraction
+        extract(cache, wheel, path)
     kinds: dict[str, str] = json.loads((extracted / MANIFEST).read_text())["files"]
     return Base(
         version=pin.version,

@@ -36,7 +36,7 @@ from ..pinning.base import Base
 from ..pinning.base import load as load_base
 from ..pinning.pin import Pin
 from . import upstream
-from .prove import existing_tests, run_side, select, side_summary, verify_dir
+from .prove import existing_tests, run_side, select, side_summary
 from .testrun import RunResult
 
 # Backend extensions installed in this environment (OpenReg) are built against the base's ABI
@@ -143,39 +143,31 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
     release_pin, wheel = upstream.release_pin(project.pin_file, version)  # unknown version: fails here
     if version == pin.version or wheel.sha256 in {w.sha256 for w in pin.wheels}:
         raise OverlayError(f"torch {version} is the base itself; `verify` without --against checks it")
-    base = load_base(project.cache_dir, pin, pin.wheel_for_this_interpreter())
+    base = load_base(project.cache, pin, pin.wheel_for_this_interpreter())
     tree.materialise(project, base)  # the tests are taken from the overlay tree
-    work = verify_dir(project)
+    work = project.verify_dir
     try:
         clock = time.monotonic()
-        release = upstream.load_release(project.cache_dir, release_pin, wheel)
+        release = upstream.load_release(project.cache, release_pin, wheel)
         seconds = {"fetch_extract": time.monotonic() - clock}
         clock = time.monotonic()
-        deps = upstream.ensure_deps(project.cache_dir, release)
+        deps = upstream.ensure_deps(project.cache, release)
         seconds["dependencies"] = time.monotonic() - clock
         measured = Measured(seconds, {
             "wheel": release.wheel_path.stat().st_size,
             "extracted": upstream.disk_usage(release.extracted),
             "dependencies": upstream.disk_usage(deps),
         }, (deps / ".complete").read_text().split() if deps else [])
-        with build_lock(work):
-            release_tree = work / f"stock-{version}"
-            base_tree = work / f"stock-{base.version}"
-            try:
-                stock.ensure_stock_tree(release, release_tree)
-                stock.ensure_stock_tree(base, base_tree)
-                clock = time.monotonic()
-                pythonpath = [release_tree] + ([deps] if deps else [])
-                results = drift_on_tree(release_tree, project.tree_dir, pythonpath, patches, work / "logs", timeout,
-                                        base_tree)
-                seconds["checks"] = time.monotonic() - clock
-            finally:
-                if not keep:
-                    stock.remove(release_tree)
-                    stock.remove(base_tree)
+        with (build_lock(work), stock.stock_tree(release, work, keep=keep) as release_tree,
+              stock.stock_tree(base, work, keep=keep) as base_tree):
+            clock = time.monotonic()
+            pythonpath = [release_tree] + ([deps] if deps else [])
+            results = drift_on_tree(release_tree, project.tree_dir, pythonpath, patches, work / "logs", timeout,
+                                    base_tree)
+            seconds["checks"] = time.monotonic() - clock
     finally:
         if not keep:  # also after an interruption: a release weighs gigabytes
-            upstream.remove_release(project.cache_dir, release_pin, wheel)
+            upstream.remove_release(project.cache, release_pin, wheel)
     measured.seconds = {k: round(v, 1) for k, v in seconds.items()}
     return release, results, measured
 

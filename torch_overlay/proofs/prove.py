@@ -25,10 +25,6 @@ from ..pinning.base import Base
 from .testrun import DEFAULT_TIMEOUT, RunResult, run_test_file
 
 
-def verify_dir(project: Project) -> Path:
-    return project.build_dir / "verify"
-
-
 @dataclass(frozen=True)
 class PatchProof:
     patch: Patch
@@ -98,13 +94,11 @@ def run_side(root: Path, pythonpath: list[Path], patch: Patch, side: str, files:
 def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = False,
           timeout: float = DEFAULT_TIMEOUT) -> list[PatchProof]:
     """Run the matrix for `patches`; the overlay tree must already hold the whole series."""
-    work = verify_dir(project)
+    work = project.verify_dir
     with build_lock(work):
         logs = work / "logs"
         shutil.rmtree(logs, ignore_errors=True)
-        stock_tree = work / f"stock-{base.version}"
-        try:
-            stock.ensure_stock_tree(base, stock_tree)
+        with stock.stock_tree(base, work, keep=keep) as stock_tree:
             proofs = []
             for index, patch in enumerate(patches, 1):
                 log.info(f"[{index}/{len(patches)}] {patch.path.name}")
@@ -113,11 +107,6 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
                 stock_runs = run_side(stock_tree, [stock_tree], patch, "stock", files, logs, timeout)
                 overlay_runs = run_side(project.tree_dir, [project.tree_dir], patch, "overlay", files, logs, timeout)
                 proofs.append(PatchProof(patch, files, stock_runs, overlay_runs))
-        finally:
-            if keep:
-                stock.clear_tests(stock_tree)
-            else:
-                stock.remove(stock_tree)
     return proofs
 
 

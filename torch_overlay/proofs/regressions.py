@@ -68,10 +68,6 @@ RERUNS = 2
 UPSTREAM_TAG = re.compile(r"^(?:[\w.]+: )?\[upstream (#\d+|[a-z][a-z0-9-]*)\]")
 
 
-def work_dir(project: Project) -> Path:
-    return project.build_dir / "regressions"
-
-
 def corpus_files(project: Project) -> list[Path]:
     return sorted((project.root / CORPUS_DIR).glob("test_*.py"))
 
@@ -285,23 +281,16 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
     if shard is not None and len(parts) != 1:
         raise OverlayError(f"--shard runs one shard of one corpus part; {len(parts)} parts were given")
     timeout = timeout or TIMEOUTS[tier]
-    work = work_dir(project)
-    with build_lock(work):
-        stock_tree = work / f"stock-{base.version}"
-        try:
-            stock.ensure_stock_tree(base, stock_tree)
-            stock.clear_tests(stock_tree)
-            trees = {"stock": stock_tree, "overlay": project.tree_dir}
-            results = []
-            for index, part in enumerate(parts, 1):
-                log.info(f"[{index}/{len(parts)}] {part_name(part)}")
-                planned = None if shard is None else plan_shard(project, part, trees, work / "logs", tier, shard)
-                results.append(check_part(part, trees, work / "logs", tier, timeout, jobs, planned))
-                if on_part is not None:
-                    on_part(results[-1])
-        finally:
-            if not keep:
-                stock.remove(stock_tree)
+    work = project.gate_dir
+    with build_lock(work), stock.stock_tree(base, work, keep=keep) as stock_tree:
+        trees = {"stock": stock_tree, "overlay": project.tree_dir}
+        results = []
+        for index, part in enumerate(parts, 1):
+            log.info(f"[{index}/{len(parts)}] {part_name(part)}")
+            planned = None if shard is None else plan_shard(project, part, trees, work / "logs", tier, shard)
+            results.append(check_part(part, trees, work / "logs", tier, timeout, jobs, planned))
+            if on_part is not None:
+                on_part(results[-1])
     return results
 
 

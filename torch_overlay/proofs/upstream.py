@@ -26,6 +26,7 @@ from packaging.version import InvalidVersion, Version
 
 from ..core import atomic, log
 from ..core.errors import OverlayError
+from ..core.project import Cache
 from ..pinning import base as base_mod
 from ..pinning.base import Base
 from ..pinning.pin import Pin, WheelPin, load_release_pins, tag_matches_interpreter
@@ -55,16 +56,12 @@ def version_key(version: str) -> Version:
         raise OverlayError(f"{version!r} is not a release version (PEP 440), e.g. 2.10.0 or 2.10.0rc1") from None
 
 
-def load_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> Base:
-    base_mod.fetch(cache_dir, pin, wheel)
-    return base_mod.load(cache_dir, pin, wheel)
+def load_release(cache: Cache, pin: Pin, wheel: WheelPin) -> Base:
+    base_mod.fetch(cache, pin, wheel)
+    return base_mod.load(cache, pin, wheel)
 
 
 # -- dependencies -------------------------------------------------------------------------------
-
-def deps_dir(cache_dir: Path, release: Base) -> Path:
-    return cache_dir / "upstream-deps" / release.wheel.sha256[:16]
-
 
 def requirements(release: Base) -> list[str]:
     """The release's Requires-Dist that hold in this environment without extras: what pip installs with it."""
@@ -91,9 +88,9 @@ def missing_requirements(reqs: list[str]) -> list[str]:
     return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in installs]
 
 
-def ensure_deps(cache_dir: Path, release: Base) -> Path | None:
+def ensure_deps(cache: Cache, release: Base) -> Path | None:
     """A directory holding the release's dependencies this environment lacks (None: it lacks none)."""
-    dest = deps_dir(cache_dir, release)
+    dest = cache.release_deps(release.wheel.sha256)
     if (dest / ".complete").exists():
         return dest
     needed = missing_requirements(requirements(release))
@@ -109,14 +106,12 @@ def ensure_deps(cache_dir: Path, release: Base) -> Path | None:
     return dest
 
 
-def remove_release(cache_dir: Path, pin: Pin, wheel: WheelPin) -> None:
+def remove_release(cache: Cache, pin: Pin, wheel: WheelPin) -> None:
     """Delete what `load_release` and `ensure_deps` put in the cache, finished or interrupted."""
-    extracted = base_mod.extraction_dir(cache_dir, wheel)
-    deps = cache_dir / "upstream-deps" / wheel.sha256[:16]
-    for path in (extracted, deps):
+    for path in (cache.extraction(wheel.sha256), cache.release_deps(wheel.sha256)):
         atomic.remove(path)
         atomic.remove(atomic.partial_path(path))
-    base_mod.wheel_path(cache_dir, pin, wheel).unlink(missing_ok=True)
+    base_mod.wheel_path(cache, pin, wheel).unlink(missing_ok=True)
 
 
 def disk_usage(path: Path | None) -> int:
