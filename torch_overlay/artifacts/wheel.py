@@ -26,7 +26,7 @@ from ..core.progress import Progress
 from ..core.project import Cache
 from ..core.zipcopy import RawZipWriter
 from ..fork.series import WHEEL_PACKAGES, Patch, overlay_version
-from ..fork.tree import VERSION_PY, TreeRecord, changed_files, is_fresh, operation_in_progress
+from ..fork.tree import VERSION_PY, TreeRecord, is_fresh, require_committed
 from ..pinning.base import Base, fetch
 from ..pinning.pin import Pin
 
@@ -81,12 +81,7 @@ def build_wheel(pin: Pin, base: Base, cache: Cache, tree: Path, patches: list[Pa
     if not is_fresh(record, base, patches):
         raise OverlayError(f"{tree} does not match patches/; run `python -m torch_overlay tree` first")
     assert record is not None
-    dirty = changed_files(tree)
-    if dirty:
-        raise OverlayError(f"{tree} has uncommitted changes ({', '.join(dirty[:10])}); commit and export them first")
-    operation = operation_in_progress(tree)
-    if operation:
-        raise OverlayError(f"{tree} is in the middle of `{operation.name}`; finish it and export first")
+    require_committed(tree, record, "then export and build the wheel again")
     if git.out(tree, "rev-parse", "HEAD") != record.head:
         raise OverlayError(f"{tree}'s HEAD is not what patches/ holds; export it (or run `tree --force`) first")
     fetch(cache, pin, base.wheel)  # the wheel itself is read: verify it (again) first

@@ -175,26 +175,29 @@ def _refuse_to_lose_work(tree: Path, record: TreeRecord | None) -> None:
             raise OverlayError(f"{tree} exists but was not made by torch_overlay; move it away or pass --force")
         return
     _abort_own_am(tree, record)
-    operation = operation_in_progress(tree)
-    if operation:
-        where = f" (stopped at {record.stopped_at})" if record.stopped_at and operation.name == "git am" else ""
-        raise OverlayError(
-            f"{tree} is in the middle of `{operation.name}`{where}; a rebuild would discard it. Finish it "
-            f"(`{operation.proceed}`) and run `python -m torch_overlay export`, or abandon it "
-            f"(`git -C {tree} {operation.abort.removeprefix('git ')}`), or pass --force to discard it"
-        )
-    dirty = changed_files(tree)
-    if dirty:
-        raise OverlayError(
-            f"{tree} has uncommitted changes, a rebuild would discard them: {_listing(dirty)}. "
-            "Commit and `python -m torch_overlay export` them, or pass --force to discard."
-        )
+    require_committed(tree, record, "then `python -m torch_overlay export`; or pass --force: a rebuild discards it")
     commits = unexported_commits(tree, record)
     if commits:
         raise OverlayError(
             f"{tree} has commits that are not in patches/: {_listing(commits)}. Run "
             "`python -m torch_overlay export` first, or pass --force to discard them."
         )
+
+
+def require_committed(tree: Path, record: TreeRecord, then: str) -> None:
+    """Raise unless all of `tree` is committed: no git operation half-way through (`git am`, a
+    rebase...) and no uncommitted change. `then` ends the message: what the command at hand
+    needs once that is done."""
+    operation = operation_in_progress(tree)
+    if operation:
+        where = f" (stopped at {record.stopped_at})" if record.stopped_at and operation.name == "git am" else ""
+        raise OverlayError(
+            f"{tree} is in the middle of `{operation.name}`{where}: finish it (`{operation.proceed}`) or abandon it "
+            f"(`git -C {tree} {operation.abort.removeprefix('git ')}`), {then}"
+        )
+    dirty = changed_files(tree)
+    if dirty:
+        raise OverlayError(f"{tree} has uncommitted changes ({_listing(dirty)}): commit them, {then}")
 
 
 def _listing(items: list[str]) -> str:
@@ -394,12 +397,7 @@ def _check_exportable(tree: Path, record: TreeRecord | None) -> None:
     """The tree's commits are the developer's finished work, not a build's half-way state."""
     if record is None:
         raise OverlayError(f"{tree} is not a torch_overlay tree; run `python -m torch_overlay tree` first")
-    operation = operation_in_progress(tree)
-    if operation:
-        raise OverlayError(
-            f"{tree} is in the middle of `{operation.name}`: finish it (`{operation.proceed}`) or "
-            f"abandon it (`{operation.abort}`), then export"
-        )
+    require_committed(tree, record, "then export")
     if not record.complete and not record.stopped_at:
         raise OverlayError(f"the last build of {tree} was interrupted; run `python -m torch_overlay tree` to finish it")
     if record.stopped_at and git.out(tree, "rev-parse", "HEAD") == record.head:
@@ -408,6 +406,3 @@ def _check_exportable(tree: Path, record: TreeRecord | None) -> None:
             f"would drop it and the patches after it. Fix it in the tree (`git am`, as advised when it "
             "failed) or fix patches/ and run `python -m torch_overlay tree`"
         )
-    dirty = changed_files(tree)
-    if dirty:
-        raise OverlayError(f"{tree} has uncommitted changes ({_listing(dirty)}); commit them first")
