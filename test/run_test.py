@@ -61,7 +61,7 @@ from torch_overlay.core.outcomes import RunStatus  # noqa: E402
 from torch_overlay.core.project import Project  # noqa: E402
 from torch_overlay.core.shards import estimates  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
-from torch_overlay.proofs.testrun import PYTEST_USAGE, Counts, read_counts, test_env  # noqa: E402
+from torch_overlay.proofs.testrun import PYTEST_USAGE, Counts, pytest_command, read_counts, test_env  # noqa: E402
 
 PROJECT = Project.discover(REPO_ROOT)
 DEFAULT_TEST_ROOT = PROJECT.test_dir
@@ -290,17 +290,12 @@ def xml_name(suite: Suite) -> str:
 
 
 def command(suite: Suite, options: RunOptions, xml_path: Path) -> list[str]:
-    """pytest on one file; its JUnit XML says how the file went (and is the report, if kept).
-
-    No cache provider: `.pytest_cache` in the fork tree would count as an uncommitted change.
-    """
-    cmd = [
-        sys.executable, "-m", "pytest", str(suite.path), f"--rootdir={suite.test_root}",
-        "-p", "no:cacheprovider", f"--junit-xml={xml_path}",
+    """pytest on one file; its JUnit XML says how the file went (and is the report, if kept)."""
+    cmd = pytest_command([str(suite.path)], suite.test_root, xml_path, [
         "-o", f"junit_suite_name={suite.name}", "-o", "junit_logging=all",
         # verbose: every test's name, and the output of passing tests too (-rA)
         *(("-v", "-rA") if options.child_verbose else ("-q", "-rfE")),
-    ]
+    ])
     if options.keywords:  # repeated -k means any of them, as with unittest
         cmd += ["-k", " or ".join(f"({keyword})" for keyword in options.keywords)]
     return cmd

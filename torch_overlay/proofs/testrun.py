@@ -197,6 +197,16 @@ def test_devices(inherited: str) -> str:
     return ":".join([str(CUDA_TEST_BASE), *own])
 
 
+def pytest_command(targets: Sequence[str], rootdir: Path, xml_path: Path, options: Sequence[str] = ()) -> list[str]:
+    """The one pytest command line of the tool and of `test/run_test.py`: `targets` with this
+    interpreter, each case's outcome in the JUnit XML at `xml_path`, then `options`.
+
+    No cache provider: a `.pytest_cache` in the fork tree would count as an uncommitted change.
+    """
+    return [sys.executable, "-m", "pytest", *targets, f"--rootdir={rootdir}", "-p", "no:cacheprovider",
+            f"--junit-xml={xml_path}", *options]
+
+
 def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: float = DEFAULT_TIMEOUT,
                cases: list[str] | None = None, extra_env: dict[str, str] | None = None,
                case_log: Path | None = None, options: Sequence[str] = ()) -> tuple[int | None, Report | None]:
@@ -219,8 +229,7 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
         xml_path = Path(scratch) / "junit.xml"
         targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
         # -rfEs: the log says why each case failed or skipped
-        cmd = [sys.executable, "-m", "pytest", *targets, f"--rootdir={test_path.parent}", "-p", "no:cacheprovider",
-               *plugin, *options, "-q", "-rfEs", f"--junit-xml={xml_path}"]
+        cmd = pytest_command(targets, test_path.parent, xml_path, [*plugin, *options, "-q", "-rfEs"])
         with log.open("a" if case_log is not None else "w") as out:
             try:
                 returncode: int | None = subprocess.run(cmd, cwd=test_path.parent, env=env, stdout=out,
