@@ -25,8 +25,8 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+from collections.abc import Sequence
 from types import ModuleType
-from typing import Optional, Sequence
 
 
 def _autoload() -> None:
@@ -75,8 +75,8 @@ class _AfterDynamoImport(importlib.abc.MetaPathFinder):
     compilation without making ``import torch_openreg`` import Dynamo."""
 
     def find_spec(
-        self, name: str, path: Optional[Sequence[str]], target: Optional[ModuleType] = None
-    ) -> Optional[importlib.machinery.ModuleSpec]:
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
         if name != "torch._dynamo":
             return None
         sys.meta_path.remove(self)

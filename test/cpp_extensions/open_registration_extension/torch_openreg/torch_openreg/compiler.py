@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.fx
@@ -83,7 +84,7 @@ def check_graph_devices(gm: torch.fx.GraphModule, example_inputs: Sequence[Any])
             f"example inputs were given"
         )
     openreg_inputs = 0
-    for node, example in zip(placeholders, example_inputs):
+    for node, example in zip(placeholders, example_inputs, strict=True):
         _check_placeholder(node, example)
         if isinstance(example, torch.Tensor) and example.device.type == BACKEND_NAME:
             openreg_inputs += 1
@@ -206,7 +207,7 @@ class OpenRegInterface(DeviceInterface):
         return torch.openreg.memory_allocated(device)
 
 
-def _register(name: str = BACKEND_NAME) -> Optional[Callable[..., Any]]:
+def _register(name: str = BACKEND_NAME) -> Callable[..., Any] | None:
     from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
 
     if name in _COMPILER_FNS:  # re-import (e.g. importlib.reload): keep the first

@@ -27,13 +27,13 @@ does not pay for importing Inductor. Dynamo's ``DeviceInterface`` lives in
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Iterator, Optional
+from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch._inductor.codegen.common import (
     DeviceOpOverrides,
     get_device_op_overrides,
-    register_backend_for_device,
     register_device_op_overrides,
 )
 from torch._inductor.codegen.cpp import CppScheduling
@@ -80,9 +80,9 @@ class OpenRegWrapperCodegen(PythonWrapperCodegen):
     @staticmethod
     def create(
         is_subgraph: bool,
-        subgraph_name: Optional[str],
-        parent_wrapper: Optional[PythonWrapperCodegen],
-        partition_signatures: Optional[Any] = None,
+        subgraph_name: str | None,
+        parent_wrapper: PythonWrapperCodegen | None,
+        partition_signatures: Any | None = None,
     ) -> PythonWrapperCodegen:
         if is_subgraph:
             # Subgraphs (cond/while bodies) share the parent's header.

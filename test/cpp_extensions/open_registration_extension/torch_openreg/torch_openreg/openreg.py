@@ -10,7 +10,7 @@ is forwarded to ``torch.ops._openreg`` custom ops in the C++ library.
 from __future__ import annotations
 
 import collections
-from typing import Any, Optional, Union
+from typing import Any
 
 import torch
 
@@ -18,7 +18,7 @@ _ops = torch.ops._openreg
 _DEVICE_TYPE = "openreg"
 _UINT64_MASK = (1 << 64) - 1
 
-DeviceLike = Union[torch.device, str, int, None]
+DeviceLike = torch.device | str | int | None
 
 __all__ = [
     "Event",
@@ -147,7 +147,7 @@ class device:
 class Stream(torch.Stream):
     """An openreg stream: a FIFO of device work run by its own worker."""
 
-    def __new__(cls, device: DeviceLike = None, priority: int = 0, **kwargs: Any) -> "Stream":
+    def __new__(cls, device: DeviceLike = None, priority: int = 0, **kwargs: Any) -> Stream:
         if kwargs:  # re-wrapping an existing stream (stream_id=..., ...)
             return super().__new__(cls, priority=priority, **kwargs)
         index = _device_index(device)
@@ -158,7 +158,7 @@ class Stream(torch.Stream):
 class Event(torch.Event):
     """An openreg event (``enable_timing=True`` for ``elapsed_time``)."""
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> "Event":
+    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
         return super().__new__(
             cls, device=_DEVICE_TYPE, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
         )
@@ -178,7 +178,7 @@ def default_stream(device: DeviceLike = None) -> Stream:
     return _stream(_ops.default_stream(_device_index(device)))
 
 
-def set_stream(stream: Optional[torch.Stream]) -> None:
+def set_stream(stream: torch.Stream | None) -> None:
     """Make ``stream`` the current stream of its device (None: no-op)."""
     if stream is not None:
         _ops.set_stream(stream.device_index, stream.stream_id)
@@ -188,12 +188,12 @@ class stream:
     """Context manager that makes ``s`` the current stream of its device
     (and its device the current device)."""
 
-    def __init__(self, s: Optional[torch.Stream]) -> None:
+    def __init__(self, s: torch.Stream | None) -> None:
         self.stream = s
         self.prev: list[torch.Stream] = []
         self.device = device(None if s is None else s.device_index)
 
-    def __enter__(self) -> Optional[torch.Stream]:
+    def __enter__(self) -> torch.Stream | None:
         if self.stream is not None:
             self.device.__enter__()
             self.prev.append(current_stream())
@@ -331,14 +331,14 @@ class _StreamBlock:
     ordering deterministically, without sleeping. Use as a context manager."""
 
     def __init__(self, s: torch.Stream) -> None:
-        self._handle: Optional[int] = _ops.block_stream(s.device_index, s.stream_id)
+        self._handle: int | None = _ops.block_stream(s.device_index, s.stream_id)
 
     def release(self) -> None:
         if self._handle is not None:
             _ops.release_stream_block(self._handle)
             self._handle = None
 
-    def __enter__(self) -> "_StreamBlock":
+    def __enter__(self) -> _StreamBlock:
         return self
 
     def __exit__(self, *exc: Any) -> bool:
