@@ -60,7 +60,7 @@ class Project:
 
     @property
     def gate_record_file(self) -> Path:
-        """The differential gate's verdicts, by tier and part (`verify --regressions --record`)."""
+        """The differential gate's verdicts, by tier and part (`verify gate --record`)."""
         return self.records_dir / "regressions.json"
 
     @property
@@ -70,5 +70,5 @@ class Project:
 
     @property
     def drift_record_file(self) -> Path:
-        """Each later release's drift verdicts (`verify --against V --record`)."""
+        """Each later release's drift verdicts (`verify against V --record`)."""
         return self.records_dir / "drift.json"
