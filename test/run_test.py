@@ -61,7 +61,7 @@ from torch_overlay.core.outcomes import RunStatus  # noqa: E402
 from torch_overlay.core.project import Project  # noqa: E402
 from torch_overlay.core.shards import estimates  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
-from torch_overlay.proofs.testrun import PYTEST_USAGE, Counts, pytest_command, read_counts, test_env  # noqa: E402
+from torch_overlay.proofs.testrun import PYTEST_USAGE, TIERS, Counts, pytest_command, read_counts, test_env  # noqa: E402
 
 PROJECT = Project.discover(REPO_ROOT)
 DEFAULT_TEST_ROOT = PROJECT.test_dir
@@ -282,7 +282,7 @@ class RunOptions:
     echo: bool  # stream the child's output as it comes (-v with one job)
     openreg_path: Path | None
     xml_dir: Path | None  # --save-xml: keep each file's JUnit XML there
-    full: bool  # --full: the slow tier too
+    full: bool  # --tier full: the slow tier too
 
 
 def xml_name(suite: Suite) -> str:
@@ -454,8 +454,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="only run tests matching EXPR (pytest -k); repeatable: any of them")
     parser.add_argument("-j", "--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
                         help=f"run N files in parallel, longest recorded first (default: {DEFAULT_JOBS})")
-    parser.add_argument("--full", action="store_true",
-                        help=f"also run the slow tier (sets {TIER_ENV}=full for the test files)")
+    parser.add_argument("--tier", choices=TIERS, default="fast",
+                        help=f"fast (the default) or full: also the slow tier (sets {TIER_ENV}=full for the test "
+                             "files)")
     parser.add_argument("--update-times", action="store_true",
                         help=f"record this run's per-file durations in test/{TIMES_FILE}")
     parser.add_argument("--test-root", type=Path, help=argparse.SUPPRESS)
@@ -522,7 +523,7 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     if xml_dir is not None:
         xml_dir.mkdir(parents=True, exist_ok=True)
     options = RunOptions(child_verbose=args.verbose, keywords=tuple(args.keywords), echo=echo,
-                         openreg_path=openreg_path, xml_dir=xml_dir, full=args.full)
+                         openreg_path=openreg_path, xml_dir=xml_dir, full=args.tier == "full")
 
     def on_result(result: Result) -> None:
         report(result, args.verbose, echo)

@@ -15,6 +15,7 @@ from typing import Any
 from . import readme
 from .artifacts.wheel import build_wheel
 from .bench import CHART_FILE, DEFAULT_PARTS, PART_NAMES, RESULTS_FILE, BenchOptions, run_bench, select_parts
+from .bench.report import render_table
 from .core import log
 from .core.errors import TOOL_BROKE, OverlayError
 from .core.project import CACHE_ENV, Project
@@ -23,7 +24,7 @@ from .fork.series import overlay_version, read_series
 from .pinning import base as base_mod
 from .pinning.pin import Pin, load_pin
 from .proofs import regressions
-from .proofs.testrun import DEFAULT_TIMEOUT
+from .proofs.testrun import DEFAULT_TIMEOUT, TIERS
 
 
 def load_base(project: Project, pin: Pin) -> base_mod.Base:
@@ -65,47 +66,37 @@ def cmd_status(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_verify(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    if args.regressions and args.against:
-        raise OverlayError("--regressions compares with the base itself; it does not take --against")
-    if args.record and not (args.against or args.regressions):
-        raise OverlayError("--record needs --against VERSION or --regressions")
-    if args.part and not args.regressions:
-        raise OverlayError("--part names corpus parts of --regressions; use -p PATCH_ID to choose patches")
-    if (args.shard or args.merge) and not args.regressions:
-        raise OverlayError(f"{'--shard' if args.shard else '--merge'} is for the gate: add --regressions")
-    if args.merge:
-        if args.part or args.shard:
-            raise OverlayError("--merge combines recorded shards; it runs nothing, so takes no --part or --shard")
-        return merge_regressions(project, pin, args)
-    if args.regressions:
-        return verify_regressions(project, pin, args)  # its default timeout depends on the tier
-    timeout = args.timeout or DEFAULT_TIMEOUT
-    if args.against:
-        from .proofs.drift import run_drift
-
-        return run_drift(project, pin, args.against, args.patch, keep=args.keep, timeout=timeout,
-                         as_json=args.json, write_record=args.record)
+def cmd_prove(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     from .proofs import prove
 
     base = load_base(project, pin)
     tree.materialise(project, base)
     patches = prove.select(read_series(project.patches_dir), args.patch)
-    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=timeout)
+    proofs = prove.prove(project, base, patches, keep=args.keep, timeout=args.timeout)
     print(json.dumps(prove.to_json(proofs, base), indent=2) if args.json else prove.render(proofs, pin.version))
     return 0 if all(p.ok for p in proofs) else 1
 
 
-def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+def cmd_against(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    from .proofs import drift, prove
+
+    patches = prove.select(read_series(project.patches_dir), args.patch)
+    release, results, measured = drift.evaluate_release(project, pin, args.version, patches, keep=args.keep,
+                                                        timeout=args.timeout)
+    entry = drift.to_json(release, results, measured)
+    print(json.dumps(entry, indent=2) if args.json else drift.render(args.version, results))
+    if args.record:
+        log.info(f"recorded in {drift.record(project, entry)}")
+    return 0
+
+
+def cmd_gate(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     if args.shard:
         index, total = args.shard
         if not 1 <= index <= total:
             raise OverlayError(f"--shard {index} {total}: need 1 <= I <= N")
         if not args.part or len(args.part) != 1:
             raise OverlayError("--shard I N runs one shard of one corpus part: name it with --part NAME")
-        if args.record:
-            raise OverlayError("a shard's record is not the tier's: print it with --json and combine every "
-                               "shard's with --merge RECORD... --record")
     parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
@@ -121,8 +112,8 @@ def verify_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> 
     return report_gate(project, pin, regressions.to_json(results, base, series, args.tier), args)
 
 
-def merge_regressions(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    data = regressions.merge_shards([(path, regressions.read_shard_record(path)) for path in args.merge])
+def cmd_merge(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    data = regressions.merge_shards([(path, regressions.read_shard_record(path)) for path in args.records])
     if args.record:
         regressions.record(project, data)
     return report_gate(project, pin, data, args)
@@ -150,19 +141,27 @@ def report_gate(project: Project, pin: Pin, data: dict[str, Any], args: argparse
 
 
 def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    from .stage import run_stage
+    from . import stage
 
-    return run_stage(project, pin, args.onto, args.output, args.patch, branch=args.branch, keep=args.keep,
-                     timeout=args.timeout)
+    staged = stage.run_stage(project, pin, args.onto, args.output, args.patch, branch=args.branch, keep=args.keep,
+                             timeout=args.timeout)
+    print(stage.render(staged))
+    return 0
+
+
+def bench_options(args: argparse.Namespace) -> BenchOptions:
+    full = args.tier == "full"  # every part (unless --only names some), every optim_db configuration
+    return BenchOptions(
+        parts=select_parts(args.only or (), every=full), repeat=args.repeat, workdir=args.workdir,
+        float_programs=tuple(args.float_programs), every_config=full, output=args.output,
+        chart=not args.no_chart,
+    )
 
 
 def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    options = BenchOptions(
-        parts=select_parts(args.only or (), every=args.all), repeat=args.repeat, workdir=args.workdir,
-        float_programs=tuple(args.float_programs), every_config=args.all, output=args.output,
-        chart=not args.no_chart, as_json=args.json,
-    )
-    return run_bench(project, pin, options)
+    results = run_bench(project, pin, bench_options(args))
+    print(json.dumps(results, indent=1) if args.json else render_table(results))
+    return 0 if results["targets_ok"] else 1
 
 
 def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:
@@ -210,60 +209,91 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true")
     s.add_argument("--no-verify", action="store_true", help="skip re-hashing the base wheel")
     s.set_defaults(run=cmd_status)
-    v = sub.add_parser("verify", help="prove each patch: its tests fail on stock torch and pass on the overlay")
-    v.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
-    v.add_argument("--json", action="store_true", help="machine-readable results on stdout")
-    v.add_argument("--against", metavar="VERSION", help="upstream drift: check the patches against a later release")
-    v.add_argument("--regressions", action="store_true",
-                   help="the differential gate: the test/differential corpus on stock and on the overlay, per case")
-    v.add_argument("--tier", choices=("fast", "full"), default="fast",
-                   help="with --regressions: corpus size (fast: what run_test.py runs; full: every op and sample)")
-    v.add_argument("--part", nargs="+", metavar="PART",
-                   help="with --regressions: only these corpus parts (e.g. test_programs); "
-                        "--record merges them into the recorded run of the same tier")
-    v.add_argument("--shard", nargs=2, type=int, metavar=("I", "N"),
-                   help="with --regressions and one --part: only shard I (1-based) of N of its cases, balanced by "
-                        "recorded case durations; --json prints the shard's record for --merge")
-    v.add_argument("--merge", nargs="+", type=Path, metavar="RECORD",
-                   help="with --regressions: combine the shard records of one run (every shard of each part, "
-                        "once) into the tier's record; --record writes it to benchmarks/")
-    v.add_argument("-j", "--jobs", type=int, default=2,
-                   help="with --regressions: run the two sides at once (default: 2)")
-    v.add_argument("--record", action="store_true",
-                   help="write the results to benchmarks/ "
-                        "(drift.json with --against, regressions.json with --regressions)")
-    v.add_argument("--keep", action="store_true", help="keep stock trees (and an --against release) for the next run")
-    tier_timeouts = ", ".join(f"{seconds:.0f} {tier} tier" for tier, seconds in regressions.TIMEOUTS.items())
-    v.add_argument("--timeout", type=float,
-                   help=f"seconds per test file (default: {DEFAULT_TIMEOUT:.0f}; with --regressions, per side of "
-                        f"a part: {tier_timeouts})")
-    v.set_defaults(run=cmd_verify)
+    verify_modes = verify_parser(sub.add_parser(
+        "verify", help="prove the patches, check them against a later release, or run the differential gate",
+        description="Each mode takes its own options: `verify MODE --help`. Without a mode, `verify` proves "
+                    "the patches (`verify patches`)."))
     st = sub.add_parser("stage", help="prepare the patches still needed upstream: mboxes, PR bodies, a branch")
     st.add_argument("--onto", required=True, metavar="TARGET", help="upstream checkout directory or release version")
     st.add_argument("-o", "--output", type=Path, required=True, help="output directory (must not exist or be empty)")
-    st.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
+    patch_options(st)
     st.add_argument("--branch", default="overlay-stack", help="branch to create in a checkout (default: overlay-stack)")
     st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
-    st.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
-                    help=f"seconds per test file (default: {DEFAULT_TIMEOUT:.0f})")
+    timeout_option(st)
     st.set_defaults(run=cmd_stage)
     r = sub.add_parser("readme", help="rewrite the tables in README.md and benchmarks/README.md from the series "
                                       "and the records in benchmarks/")
     r.add_argument("--check", action="store_true", help="only check that every table is up to date")
     r.set_defaults(run=cmd_readme)
     bench_parser(sub.add_parser("bench", help="measure the overlay's speed-ups side by side (median of N runs)"))
-    for command in sub.choices.values():  # also accepted after the command name
+    for command in [*sub.choices.values(), *verify_modes]:  # also accepted after the command name
         command.add_argument("-v", "--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
         command.add_argument("-q", "--quiet", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
 
+def verify_parser(v: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """`verify MODE`: each mode takes only its own options, so argparse refuses any other."""
+    modes = v.add_subparsers(dest="mode", required=True, metavar="MODE")
+    patches = modes.add_parser("patches", help="prove each patch: its tests fail on stock torch and pass on the "
+                                               "overlay")
+    patch_options(patches)
+    patches.add_argument("--json", action="store_true", help="machine-readable results on stdout")
+    patches.add_argument("--keep", action="store_true", help="keep the stock trees for the next run")
+    timeout_option(patches)
+    patches.set_defaults(run=cmd_prove)
+    against = modes.add_parser("against", help="upstream drift: which patches a later release already carries, "
+                                               "still needs, or conflicts with")
+    against.add_argument("version", metavar="VERSION", help="a release pinned under [upstream.wheels]")
+    patch_options(against)
+    against.add_argument("--json", action="store_true", help="machine-readable results on stdout")
+    against.add_argument("--record", action="store_true", help="merge the results into benchmarks/drift.json")
+    against.add_argument("--keep", action="store_true", help="keep the stock trees and the release for the next run")
+    timeout_option(against)
+    against.set_defaults(run=cmd_against)
+    gate = modes.add_parser("gate", help="the differential gate: the test/differential corpus on stock and on "
+                                         "the overlay, per case")
+    gate.add_argument("--tier", choices=TIERS, default="fast",
+                      help="corpus size (fast, the default: what run_test.py runs; full: every op and sample)")
+    gate.add_argument("--part", nargs="+", metavar="PART",
+                      help="only these corpus parts (e.g. test_programs); --record merges them into the recorded "
+                           "run of the same tier")
+    # A shard's record is not the tier's: it is printed (--json) and combined by `verify merge`.
+    recorded = gate.add_mutually_exclusive_group()
+    recorded.add_argument("--shard", nargs=2, type=int, metavar=("I", "N"),
+                          help="with one --part: only shard I (1-based) of N of its cases, balanced by recorded "
+                               "case durations; --json prints the shard's record for `verify merge`")
+    recorded.add_argument("--record", action="store_true", help="write the results to benchmarks/regressions.json")
+    gate.add_argument("-j", "--jobs", type=int, default=2, help="run the two sides at once (default: 2)")
+    gate.add_argument("--json", action="store_true", help="machine-readable results on stdout")
+    gate.add_argument("--keep", action="store_true", help="keep the stock tree for the next run")
+    tier_timeouts = ", ".join(f"{seconds:.0f} {tier} tier" for tier, seconds in regressions.TIMEOUTS.items())
+    gate.add_argument("--timeout", type=float, help=f"seconds per side of a part (default: {tier_timeouts})")
+    gate.set_defaults(run=cmd_gate)
+    merge = modes.add_parser("merge", help="combine the gate's shard records of one run into the tier's record")
+    merge.add_argument("records", nargs="+", type=Path, metavar="RECORD",
+                       help="`verify gate --shard I N --json` output: every shard of each part, once")
+    merge.add_argument("--json", action="store_true", help="machine-readable results on stdout")
+    merge.add_argument("--record", action="store_true", help="write the merged record to benchmarks/regressions.json")
+    merge.set_defaults(run=cmd_merge)
+    return [patches, against, gate, merge]
+
+
+def patch_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-p", "--patch", nargs="+", metavar="PATCH_ID", help="only these patches (id or file name)")
+
+
+def timeout_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                   help=f"seconds per test file (default: {DEFAULT_TIMEOUT:.0f})")
+
+
 def bench_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--only", nargs="+", choices=PART_NAMES, metavar="PART",
                    help=f"only these parts ({', '.join(PART_NAMES)}); default: {', '.join(DEFAULT_PARTS)}")
-    p.add_argument("--all", action="store_true",
-                   help="every part, including the full test suite, and every optim_db configuration in the "
-                        "kernels part (slow)")
+    p.add_argument("--tier", choices=TIERS, default="fast",
+                   help="fast (the default) or full: every part (unless --only names some), including the full "
+                        "test suite, and every optim_db configuration in the kernels part (slow)")
     p.add_argument("--repeat", type=int, default=BenchOptions.repeat, metavar="N",
                    help="runs per measurement, median reported (default: 3)")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -299,8 +329,30 @@ def _os_failure(error: OSError) -> str:
     return f"{error.strerror or error}:{where}"
 
 
+VERIFY_MODES = ("patches", "against", "gate", "merge")
+# What the modes were spelled before they were subcommands: a user of the old spelling is told the new.
+OLD_VERIFY_FLAGS = {"--regressions": "verify gate", "--against": "verify against VERSION",
+                    "--merge": "verify merge RECORD..."}
+
+
+def with_verify_mode(p: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`verify` without a mode proves the patches (`verify -p 0001` is `verify patches -p 0001`),
+    as `git stash` is `git stash push`."""
+    if "verify" not in argv or any(not arg.startswith("-") for arg in argv[:argv.index("verify")]):
+        return argv  # no verify command (a "verify" after another command is one of its arguments)
+    at = argv.index("verify") + 1
+    rest = argv[at:]
+    if rest[:1] and rest[0] in (*VERIFY_MODES, "-h", "--help"):
+        return argv
+    old = [f"`verify {flag}` is now `{OLD_VERIFY_FLAGS[flag]}`" for flag in rest if flag in OLD_VERIFY_FLAGS]
+    if old:
+        p.error("; ".join(old))
+    return [*argv[:at], "patches", *rest]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parser().parse_args(argv)
+    p = parser()
+    args = p.parse_args(with_verify_mode(p, sys.argv[1:] if argv is None else argv))
     debug = args.debug or bool(os.environ.get(DEBUG_ENV))
     log.set_verbosity(log.Verbosity.QUIET if args.quiet else log.Verbosity.VERBOSE if debug else log.Verbosity.NORMAL)
     try:

@@ -2,8 +2,8 @@
 
 Nothing in them is typed by hand. README.md's patch table: ids, titles, issues, PRs and files
 come from the patch files, and "first release with the fix" from `benchmarks/drift.json`
-(`verify --against V --record`); its gate section from `benchmarks/regressions.json`
-(`verify --regressions --record`). The benchmark table, in README.md and in
+(`verify against V --record`); its gate section from `benchmarks/regressions.json`
+(`verify gate --record`). The benchmark table, in README.md and in
 benchmarks/README.md, is the one `bench` prints, from `benchmarks/results.json`
 (`bench --output benchmarks/`). `python -m torch_overlay readme` rewrites every block between
 its markers; `--check` fails, naming the file, when one is out of date.
@@ -92,10 +92,10 @@ def with_table(readme: str, table: str, start: str = START, end: str = END, name
 
 
 def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> str:
-    """The differential gate's latest recorded run (`verify --regressions --record`), or why none;
+    """The differential gate's latest recorded run (`verify gate --record`), or why none;
     `corpus` names every part, so that parts the record lacks are named too."""
     if record is None:
-        return "Not recorded yet: `python -m torch_overlay verify --regressions --tier full --record`."
+        return "Not recorded yet: `python -m torch_overlay verify gate --tier full --record`."
     from .proofs.regressions import missing_cases, render, timed_out
 
     when = record["date"][:10]
@@ -107,7 +107,7 @@ def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> st
     missing = [name for name in corpus if name not in {p["part"] for p in record["parts"]}]
     if missing:
         text += ("\n\nNot recorded in this tier yet: " + ", ".join(f"`{name}`" for name in missing)
-                 + f" (`python -m torch_overlay verify --regressions --tier {record['tier']} --record --part NAME`).")
+                 + f" (`python -m torch_overlay verify gate --tier {record['tier']} --record --part NAME`).")
     return text
 
 

@@ -158,8 +158,25 @@ def write_output(out: Path, target: str, decisions: list[Decision], branch_note:
 
 # -- the command --------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Branch:
+    """The stack branch made in a checkout."""
+
+    name: str
+    commits: int
+    head: str  # the checkout's HEAD it stacks on
+    checkout: Path
+
+
+@dataclass(frozen=True)
+class Staged:
+    out: Path
+    decisions: list[Decision]
+    branch: Branch | None = None  # none for a release target, or when nothing is left to send
+
+
 def run_stage(project: Project, pin: Pin, onto: str, output: Path, patch_ids: list[str] | None, *, branch: str,
-              keep: bool, timeout: float) -> int:
+              keep: bool, timeout: float) -> Staged:
     """`stage --onto TARGET -o OUTPUT`: the chosen patches (all when none are named), staged for TARGET."""
     patches = select(read_series(project.patches_dir), patch_ids)
     out = output.resolve()
@@ -173,19 +190,17 @@ def run_stage(project: Project, pin: Pin, onto: str, output: Path, patch_ids: li
     decisions = decide_on_release(project, pin, onto, patches, keep=keep, timeout=timeout)
     refuse_conflicts(decisions, f"torch {onto}")
     write_output(out, f"torch {onto}", decisions, "Release target: no branch made.")
-    _report(out, decisions)
-    return 0
+    return Staged(out, decisions)
 
 
-def _stage_checkout(checkout: Path, patches: list[Patch], out: Path, branch: str) -> int:
+def _stage_checkout(checkout: Path, patches: list[Patch], out: Path, branch: str) -> Staged:
     head = check_checkout(checkout, branch)
     decisions = decide_on_checkout(checkout, patches)
     refuse_conflicts(decisions, str(checkout))
     needed = [d.patch for d in decisions if d.verdict == Drift.STILL_NEEDED]
     if not needed:
         write_output(out, str(checkout), decisions, "Nothing left to send: no branch made.")
-        _report(out, decisions)
-        return 0
+        return Staged(out, decisions)
     worktree = Path(tempfile.mkdtemp(prefix="overlay-stack-")) / "worktree"
     try:
         top = build_stack(checkout, head, needed, worktree)
@@ -196,13 +211,15 @@ def _stage_checkout(checkout: Path, patches: list[Patch], out: Path, branch: str
     finally:
         remove_worktree(checkout, worktree)
         shutil.rmtree(worktree.parent, ignore_errors=True)
-    _report(out, decisions)
-    print(f"branch {branch}: {len(needed)} commit(s) on {head[:12]} in {checkout}")
-    print(f"submit (not run): cd {checkout} && git checkout {branch} && ghstack submit")
-    return 0
+    return Staged(out, decisions, Branch(branch, len(needed), head, checkout))
 
 
-def _report(out: Path, decisions: list[Decision]) -> None:
-    for d in decisions:
-        print(f"{d.patch.id}  {d.verdict:16s}  {d.evidence}")
-    print(f"staged in {out}")
+def render(staged: Staged) -> str:
+    """What `stage` prints: each patch's verdict, where they went, and the branch made (if any)."""
+    lines = [f"{d.patch.id}  {d.verdict:16s}  {d.evidence}" for d in staged.decisions]
+    lines.append(f"staged in {staged.out}")
+    b = staged.branch
+    if b is not None:
+        lines.append(f"branch {b.name}: {b.commits} commit(s) on {b.head[:12]} in {b.checkout}")
+        lines.append(f"submit (not run): cd {b.checkout} && git checkout {b.name} && ghstack submit")
+    return "\n".join(lines)

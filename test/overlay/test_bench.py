@@ -28,7 +28,7 @@ from torch_overlay.bench.targets import (  # noqa: E402
     TRAINING_EQUAL,
     WHEEL_SPEEDUP,
 )
-from torch_overlay.cli import cmd_bench, parser  # noqa: E402
+from torch_overlay.cli import bench_options, cmd_bench, parser  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
 from torch_overlay.core.project import Cache, Project  # noqa: E402
 from torch_overlay.pinning.pin import load_pin  # noqa: E402
@@ -128,6 +128,15 @@ class TestResults(BenchTestCase):
         self.assertNotIn("suite", bench.select_parts())
         self.assertIn("suite", bench.select_parts(every=True))
         self.assertNotIn("suite", bench.select_parts(parser().parse_args(["bench"]).only))
+
+    def test_full_tier_is_every_part_and_every_optimizer_configuration(self) -> None:
+        def options(*args: str) -> tuple[tuple[str, ...], bool]:
+            chosen = bench_options(parser().parse_args(["bench", *args]))
+            return chosen.parts, chosen.every_config
+
+        self.assertEqual(options(), (bench.DEFAULT_PARTS, False))
+        self.assertEqual(options("--tier", "full"), (bench.PART_NAMES, True))
+        self.assertEqual(options("--tier", "full", "--only", "kernels"), (("kernels",), True))  # --only narrows
 
     def test_parse_suite_output(self) -> None:
         files = parse_suite_output(SUITE_OUTPUT)

@@ -67,6 +67,33 @@ class TestUsageAndInput(CliTestCase):
     def test_unknown_command_is_a_usage_error(self) -> None:
         self.assertEqual(self.p.tool("frobnicate", check=False).returncode, 2)
 
+    def test_each_verify_mode_takes_only_its_own_options(self) -> None:
+        # argparse's usage error (exit 2, the usage line), before anything runs.
+        for args in (["verify", "--record"], ["verify", "patches", "--record"], ["verify", "patches", "--part", "test_programs"],
+                     ["verify", "patches", "--tier", "full"], ["verify", "against"],
+                     ["verify", "against", "2.10.0", "--tier", "full"], ["verify", "gate", "-p", "0001"],
+                     ["verify", "gate", "--against", "2.10.0"], ["verify", "gate", "--shard", "1", "2", "--record"],
+                     ["verify", "merge"], ["verify", "merge", "x.json", "--shard", "1", "2"],
+                     ["verify", "merge", "x.json", "--keep"], ["bench", "--tier", "slow"]):
+            with self.subTest(args=args):
+                result = self.p.tool(*args, check=False)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertTrue(result.stderr.startswith("usage: "), result.stderr)
+
+    def test_verify_without_a_mode_proves_the_patches(self) -> None:
+        # The same error as `verify patches -p 0099`: the options went to the patches mode.
+        for args in (["verify", "-p", "0099"], ["verify", "patches", "-p", "0099"]):
+            with self.subTest(args=args):
+                self.assertIn("no patch 0099 in patches/series", self.fails(2, *args))
+
+    def test_an_old_verify_flag_is_told_its_new_spelling(self) -> None:
+        for flag, new in (("--regressions", "verify gate"), ("--against", "verify against VERSION"),
+                          ("--merge", "verify merge RECORD...")):
+            with self.subTest(flag=flag):
+                result = self.p.tool("verify", flag, check=False)
+                self.assertEqual(result.returncode, 2, result.stderr)
+                self.assertIn(f"`verify {flag}` is now `{new}`", result.stderr)
+
     def test_malformed_pin_names_file_and_line(self) -> None:
         (self.p.root / "overlay.toml").write_text('[base]\nversion = "2.9.1"\nrevision = \n')
         stderr = self.fails(2, "tree")

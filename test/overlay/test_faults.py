@@ -248,7 +248,7 @@ class TestConcurrency(FaultTestCase):
         series = self.p.series()
         (self.p.root / "patches" / "series").write_text(f"{series[0]}\n{series[3]}\n")
         rebuild = self.stopped_at("apply:1", "tree")
-        verify = self.start("verify", "--json")
+        verify = self.start("verify", "patches", "--json")
         wait_for_line(verify, "waiting for")
         rebuild.send_signal(signal.SIGCONT)
         rebuild.communicate(timeout=120)

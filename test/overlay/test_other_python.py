@@ -2,7 +2,7 @@
 the sdist into a fresh venv, where the patches' regression suites must pass.
 
 Full tier (a fresh venv with torch's CUDA dependencies, the base wheel for that Python and the
-patch suites take several minutes): runs with `python test/run_test.py --full`, skips otherwise.
+patch suites take several minutes): runs with `python test/run_test.py --tier full`, skips otherwise.
 `TORCH_OVERLAY_OTHER_PYTHON` names the interpreter.
 """
 
@@ -52,7 +52,7 @@ def other_python() -> str | None:
     return str(installed[-1]) if installed and runs(str(installed[-1])) else None
 
 
-@unittest.skipUnless(FULL_TIER, "full tier: `python test/run_test.py --full`")
+@unittest.skipUnless(FULL_TIER, "full tier: `python test/run_test.py --tier full`")
 class TestOtherPython(TestCase):
     def setUp(self) -> None:
         super().setUp()

@@ -1,7 +1,7 @@
-"""`verify`: the proof matrix on a synthetic base (stock tree vs overlay tree, same interpreter).
+"""`verify patches`: the proof matrix on a synthetic base (stock tree vs overlay tree, same interpreter).
 
 The synthetic `torch` package is importable from a tree directory, so the regression test
-files below import it the way the real ones import torch; `verify` chooses which tree they
+files below import it the way the real ones import torch; `verify patches` chooses which tree they
 see with PYTHONPATH.
 """
 
@@ -76,13 +76,13 @@ class TestVerify(unittest.TestCase):
         self.p.commit_files({"torch/arith.py": fixed, "test/arith/test_double.py": DOUBLE_TEST}, "[arith] Fix double")
 
     def verify(self, *args: str):
-        result = self.p.tool("verify", *args, check=False)
+        result = self.p.tool("verify", "patches", *args, check=False)
         return result
 
     def test_runs_under_a_ci_system(self) -> None:
         self.add_fix()
         self.p.tool("export")
-        result = subprocess.run([sys.executable, "-m", "torch_overlay", "verify"], cwd=self.p.root,
+        result = subprocess.run([sys.executable, "-m", "torch_overlay", "verify", "patches"], cwd=self.p.root,
                                 env=dict(self.p.env(), CI="true"), capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
 

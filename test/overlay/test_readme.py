@@ -105,7 +105,7 @@ class TestPatchTable(expecttest.TestCase):
         self.assertIn("Full tier, series `2.9.1+ovl1.gabc`, Python 3.11.7, 2026-11-24: no regression.", text)
         self.assertTrue(text.endswith(
             "Not recorded in this tier yet: `differential/test_b` "
-            "(`python -m torch_overlay verify --regressions --tier full --record --part NAME`)."), text)
+            "(`python -m torch_overlay verify gate --tier full --record --part NAME`)."), text)
         self.assertNotIn("Not recorded in this tier", render_gate(record, ["differential/test_a"]))
         self.assertIn("| differential/test_a | 3 | 1 | 1 | 0 |\n| total | 3 |  |  | 0 |", text)
         del part["seconds"]  # recorded before parts measured their wall time

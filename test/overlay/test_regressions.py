@@ -1,4 +1,4 @@
-"""The differential gate (`verify --regressions`): per-case verdicts, flakiness, tiers, the real corpus.
+"""The differential gate (`verify gate`): per-case verdicts, flakiness, tiers, the real corpus.
 
 The mechanics run on a synthetic base whose corpus has one case of every kind (passing on both
 sides, fixed by the series, broken by it, flaky on stock, full tier only); the last class runs
@@ -219,13 +219,13 @@ def gate_project(root: Path) -> SyntheticProject:
 
 
 def run_gate(p: SyntheticProject, *args: str) -> subprocess.CompletedProcess[str]:
-    """`verify --regressions --json ARGS`, with the flaky case's marker fresh for this run."""
+    """`verify gate --json ARGS`, with the flaky case's marker fresh for this run."""
     with tempfile.TemporaryDirectory() as flaky:
-        return p.tool("verify", "--regressions", "--json", *args, check=False, FLAKY_DIR=flaky)
+        return p.tool("verify", "gate", "--json", *args, check=False, FLAKY_DIR=flaky)
 
 
 class TestSyntheticGate(unittest.TestCase):
-    """`verify --regressions` end to end on a synthetic base and series, real pytest runs."""
+    """`verify gate` end to end on a synthetic base and series, real pytest runs."""
 
     @classmethod
     def setUpClass(cls) -> None:
@@ -284,7 +284,7 @@ class TestSyntheticGate(unittest.TestCase):
             p = self.p.copy(Path(tmp))
             (p.root / "test" / "differential" / "test_more.py").write_text(MORE_CORPUS)
             with tempfile.TemporaryDirectory() as flaky:
-                first = p.tool("verify", "--regressions", "--tier", "full", "--record", check=False, FLAKY_DIR=flaky)
+                first = p.tool("verify", "gate", "--tier", "full", "--record", check=False, FLAKY_DIR=flaky)
             self.assertEqual(first.returncode, 1, first.stderr)  # test_triple regresses
             recorded = json.loads((p.root / regressions.RECORD_FILE).read_text())
             arith = next(part for part in recorded["parts"] if part["part"] == "differential/test_arith")
@@ -292,7 +292,7 @@ class TestSyntheticGate(unittest.TestCase):
             p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")  # a new series
             p.tool("export")
             with tempfile.TemporaryDirectory() as flaky:
-                again = p.tool("verify", "--regressions", "--tier", "full", "--record", "--part", "test_more",
+                again = p.tool("verify", "gate", "--tier", "full", "--record", "--part", "test_more",
                                check=False, FLAKY_DIR=flaky)
             self.assertEqual(again.returncode, 0, again.stderr)  # only test_more ran: no regression in it
             merged = json.loads((p.root / regressions.RECORD_FILE).read_text())
@@ -310,7 +310,7 @@ class TestSyntheticGate(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             p = self.p.copy(Path(tmp))
             (p.root / "test" / "differential" / "test_crash.py").write_text(CRASHING_CORPUS)
-            result = p.tool("verify", "--regressions", "--json", "--part", "test_crash", check=False)
+            result = p.tool("verify", "gate", "--json", "--part", "test_crash", check=False)
         self.assertEqual(result.returncode, 0, result.stderr)
         (part,) = json.loads(result.stdout)["parts"]
         cases = {c["case"]: c for c in part["cases"]}
@@ -324,7 +324,7 @@ class TestSyntheticGate(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             p = self.p.copy(Path(tmp))
             (p.root / "test" / "differential" / "test_known.py").write_text(UPSTREAM_CORPUS)
-            result = p.tool("verify", "--regressions", "--json", "--part", "test_known", check=False)
+            result = p.tool("verify", "gate", "--json", "--part", "test_known", check=False)
         self.assertEqual(result.returncode, 0, result.stderr)
         data = json.loads(result.stdout)
         cases = {c["case"]: c for c in data["parts"][0]["cases"]}
@@ -347,7 +347,7 @@ class TestSyntheticGate(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             p = self.p.copy(Path(tmp))
             (p.root / "test" / "differential" / "test_hang.py").write_text(HANGING_CORPUS)
-            result = p.tool("verify", "--regressions", "--json", "--part", "test_hang", "--timeout", "20",
+            result = p.tool("verify", "gate", "--json", "--part", "test_hang", "--timeout", "20",
                             check=False)
         self.assertEqual(result.returncode, 1, result.stderr)
         for side in ("stock", "overlay"):
@@ -370,14 +370,14 @@ class TestSyntheticGate(unittest.TestCase):
                          r"reach are not in this table\)")
 
     def test_an_unknown_part_is_named_before_anything_runs(self) -> None:
-        result = self.p.tool("verify", "--regressions", "--part", "test_nothing", check=False)
+        result = self.p.tool("verify", "gate", "--part", "test_nothing", check=False)
         self.assertEqual(result.returncode, 2)
         self.assertRegex(result.stderr.strip(), r"^error: no corpus part test_nothing in .*: choose from test_arith$")
 
     def test_without_a_corpus_it_says_where_it_looked(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             bare = SyntheticProject(Path(tmp))
-            result = bare.tool("verify", "--regressions", check=False)
+            result = bare.tool("verify", "gate", check=False)
         self.assertEqual(result.returncode, 2)
         self.assertRegex(result.stderr.strip(), r"^error: no corpus: .*test/differential holds no test_\*\.py file$")
 
@@ -407,7 +407,7 @@ def merged_durations(files: list[Path]) -> dict[str, float]:
 
 
 class TestShardedGate(unittest.TestCase):
-    """A part run as shards (`--part NAME --shard I N`) and merged (`--merge`): the same record as
+    """A part run as shards (`--part NAME --shard I N`) and merged (`verify merge`): the same record as
     one process, and a merge that names what is wrong with its shards."""
 
     SHARDS = 3
@@ -435,7 +435,7 @@ class TestShardedGate(unittest.TestCase):
         return [json.loads(path.read_text()) for path in self.files]
 
     def merge(self, *paths: Path) -> subprocess.CompletedProcess[str]:
-        return self.p.tool("verify", "--regressions", "--json", "--merge", *map(str, paths), check=False)
+        return self.p.tool("verify", "merge", "--json", *map(str, paths), check=False)
 
     def edited(self, index: int, edit: Callable[[dict[str, Any]], None]) -> Path:
         """A copy of shard `index`'s record (0-based) with `edit` applied."""
@@ -473,7 +473,7 @@ class TestShardedGate(unittest.TestCase):
     def test_merge_records_the_tier_and_the_case_durations(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             p = self.p.copy(Path(tmp))
-            result = p.tool("verify", "--regressions", "--merge", *map(str, self.files), "--record", check=False)
+            result = p.tool("verify", "merge", *map(str, self.files), "--record", check=False)
             self.assertEqual(result.returncode, 1, result.stderr)
             self.assertIn("| differential/test_arith |", result.stdout)  # the table, for the run's summary
             recorded = json.loads((p.root / regressions.RECORD_FILE).read_text())
@@ -543,25 +543,32 @@ class TestShardedGate(unittest.TestCase):
         whole.write_text(json.dumps(self.whole))
         result = self.merge(whole)
         self.assertEqual(result.returncode, 2)
-        self.assertEqual(result.stderr.strip(), f"error: {whole} holds differential/test_arith unsharded: --merge "
-                                                "takes records of `verify --regressions --part NAME --shard I N`")
+        self.assertEqual(result.stderr.strip(), f"error: {whole} holds differential/test_arith unsharded: `verify "
+                                                "merge` takes records of `verify gate --part NAME --shard I N`")
 
     def test_shard_usage_errors_are_one_line(self) -> None:
         for args, message in (
             (("--shard", "1", "2"), "--shard I N runs one shard of one corpus part: name it with --part NAME"),
             (("--part", "test_arith", "--shard", "3", "2"), "--shard 3 2: need 1 <= I <= N"),
-            (("--merge", "x.json", "--part", "test_arith"),
-             "--merge combines recorded shards; it runs nothing, so takes no --part or --shard"),
         ):
-            result = self.p.tool("verify", "--regressions", *args, check=False)
+            result = self.p.tool("verify", "gate", *args, check=False)
             self.assertEqual((result.returncode, result.stderr.strip()), (2, f"error: {message}"))
+
+    def test_a_shard_is_not_recorded_and_a_merge_runs_nothing(self) -> None:
+        # argparse's own usage error: a shard's record is combined by `verify merge`, which runs no part.
+        for args, message in ((("gate", "--part", "test_arith", "--shard", "1", "2", "--record"),
+                               "argument --record: not allowed with argument --shard"),
+                              (("merge", "x.json", "--part", "test_arith"), "unrecognized arguments: --part")):
+            result = self.p.tool("verify", *args, check=False)
+            self.assertEqual(result.returncode, 2)
+            self.assertIn(message, result.stderr)
 
 
 class TestRealCorpus(unittest.TestCase):
     """The gate itself, fast tier, on the real base and series: no case regresses."""
 
     def test_nothing_that_passes_on_stock_fails_on_the_overlay(self) -> None:
-        result = subprocess.run([sys.executable, "-m", "torch_overlay", "verify", "--regressions", "--json"],
+        result = subprocess.run([sys.executable, "-m", "torch_overlay", "verify", "gate", "--json"],
                                 cwd=REPO, capture_output=True, text=True)
         self.assertEqual(result.returncode, 0, result.stderr[-4000:])
         data = json.loads(result.stdout)

@@ -46,7 +46,8 @@ import json, os, sys, unittest
 def record(**extra):
     name = os.path.splitext(os.path.basename(__file__))[0]
     cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")
-    data = {"cache": cache, "cache_exists": os.path.isdir(cache), "ci": os.environ.get("CI"), **extra}
+    data = {"cache": cache, "cache_exists": os.path.isdir(cache), "ci": os.environ.get("CI"),
+            "tier": os.environ.get("TORCH_OVERLAY_TEST_TIER"), **extra}
     with open(os.path.join(os.environ["RECORD_DIR"], name + ".json"), "w") as f:
         json.dump(data, f)
 """
@@ -293,6 +294,15 @@ class TestRunAndReport(RunnerTestBase):
         self.assertTrue(all(entry["cache_exists"] for entry in seen))
         self.assertFalse(any(os.path.exists(cache) for cache in caches), "cache dirs must be deleted")
         self.assertEqual([entry["ci"] for entry in seen], [None, None])
+
+    def test_the_full_tier_is_named_to_the_test_files(self) -> None:
+        tiers = []
+        for args in ((), ("--tier", "full")):
+            proc = self.run_runner("-i", "overlay/test_pass", *args)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+            tiers.append(json.loads((self.records / "test_pass.json").read_text())["tier"])
+        self.assertEqual(tiers, [None, "full"])
+        self.assertEqual(self.run_runner("--tier", "slow").returncode, 2)
 
 
 class TestShardsAndTimes(RunnerTestBase):

@@ -1,4 +1,4 @@
-"""`stage --onto` (and `verify --against`) on synthetic upstream targets.
+"""`stage --onto` (and `verify against`) on synthetic upstream targets.
 
 The upstream checkout is a clone of a synthetic fork tree's base commit; the later "release" is
 a synthetic wheel served to pip from a local find-links directory, pinned by its sha256.
@@ -204,7 +204,7 @@ class TestAgainstRelease(StageTestCase):
 
     def test_drift_verdicts_are_recorded_and_the_release_is_deleted(self) -> None:
         self.pin_release(sha256(self.wheel))
-        result = self.tool("verify", "--against", RELEASE, "--record")
+        result = self.tool("verify", "against", RELEASE, "--record")
         self.assertEqual(result.returncode, 0, result.stderr)
         recorded = json.loads((self.p.root / "benchmarks" / "drift.json").read_text())[RELEASE]
         verdicts = {p["id"]: (p["tests_pass"], p["applies"], p["reverse_applies"], p["verdict"])
@@ -226,7 +226,7 @@ class TestAgainstRelease(StageTestCase):
         release_files = dict(SOURCES, **{"torch/arith.py": FIXED.replace(b"3 * x + 1", b"3 * x")})
         self.wheel = release_wheel(self.links, release_files)
         self.pin_release(sha256(self.wheel))
-        result = self.tool("verify", "--against", RELEASE, "--record")
+        result = self.tool("verify", "against", RELEASE, "--record")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("0003: beyond upstream: test/arith/test_multiples.py::TestMultiples::test_quad", result.stdout)
         recorded = {p["id"]: p for p in json.loads((self.p.root / "benchmarks" / "drift.json").read_text())[RELEASE]["patches"]}
@@ -255,7 +255,7 @@ class TestAgainstRelease(StageTestCase):
 
     def test_unknown_version_lists_the_pinned_ones(self) -> None:
         self.pin_release(sha256(self.wheel))
-        result = self.tool("verify", "--against", "9.9.9")
+        result = self.tool("verify", "against", "9.9.9")
         self.assertEqual(result.returncode, 2)
         self.assertIn("torch 9.9.9 is not pinned", result.stderr)
         self.assertIn(f"(pinned: {RELEASE})", result.stderr)

@@ -13,7 +13,7 @@ of the medians of N repetitions. One module per part:
   floats     the float-parameter catalog on stock and the overlay: stale results and compiles
   kernels    inductor's kernels and bytes accessed for safe in-place programs and optimizer steps
   openreg    OpenReg cold build (fresh build dir) and unchanged rebuild
-  suite      `python test/run_test.py` wall time and slowest files (slow: only with --all/--only)
+  suite      `python test/run_test.py` wall time and slowest files (slow: only with --tier full/--only)
 
 and beside them: stats (timing, memory, medians), worker (builds in their own processes, for
 their peak RSS), workspace (temporary project roots), runner and programs/ (standalone programs

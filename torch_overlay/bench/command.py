@@ -1,9 +1,6 @@
-"""`python -m torch_overlay bench`: measure the chosen parts, merge them into the results file,
-print the summary table."""
+"""`python -m torch_overlay bench`: measure the chosen parts and merge them into the results file."""
 
 from __future__ import annotations
-
-import json
 
 from ..core.project import Project
 from ..fork.series import local_tag, read_series
@@ -11,7 +8,6 @@ from ..pinning.pin import Pin
 from .chart import CHART_FILE, write_chart
 from .options import BenchOptions
 from .parts import PARTS
-from .report import render_table
 from .results import SCHEMA, all_met, load_results, merge, write_results
 from .stats import Json, machine_info, now
 from .workspace import workspace
@@ -33,13 +29,12 @@ def measure(project: Project, pin: Pin, options: BenchOptions) -> Json:
     return results
 
 
-def run_bench(project: Project, pin: Pin, options: BenchOptions) -> int:
-    """Exit status 0 when every target is met, 1 otherwise."""
+def run_bench(project: Project, pin: Pin, options: BenchOptions) -> Json:
+    """This run's results, merged into `options.output`'s when it is given (`targets_ok`: every target met)."""
     results = measure(project, pin, options)
     if options.output is not None:
         results = merge(load_results(options.output), results)
         write_results(options.output, results)
         if options.chart:
             write_chart(results, options.output / CHART_FILE)
-    print(json.dumps(results, indent=1) if options.as_json else render_table(results))
-    return 0 if results["targets_ok"] else 1
+    return results

@@ -3,7 +3,7 @@ aliasing hazard and compiled `optim_db` optimizer steps) on stock and the overla
 and aliasing fixes refuse unsafe in-place rewrites; this part checks they cost no kernel and no
 byte where the rewrite was safe. The optimizer steps make kernel counts a contract for the
 hyperparameter inputs (0010, 0017), which change what inductor fuses: each optimizer's first
-`optim_db` configuration (every one with `bench --all`: many times longer) x `foreach` x
+`optim_db` configuration (every one with `bench --tier full`: many times longer) x `foreach` x
 `score_fusion_memory_threshold` (default and 1) x a constant and a scheduled learning rate."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
     trees = ws.both_trees()
     log("kernels: in-place programs and compiled optimizer steps on stock and overlay (minutes)")
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-        args = [program("kernel_metrics"), *(["--all-configs"] if options.every_config else [])]
+        args = [program("kernel_metrics"), *(["--every-config"] if options.every_config else [])]
         futures = {side: pool.submit(run_under, tree, args, f"kernel metrics on {side}")
                    for side, tree in trees.items()}
         sides = {side: future.result()["programs"] for side, future in futures.items()}

@@ -15,10 +15,8 @@ DEFAULT_PARTS = ("tree", "wheel", "recompile", "training", "openreg")
 
 
 def select_parts(only: Sequence[str] = (), every: bool = False) -> tuple[str, ...]:
-    """The parts to run, in their fixed order: all of them, those named, or the default set."""
-    if every:
-        return PART_NAMES
-    return tuple(p for p in PART_NAMES if p in (only or DEFAULT_PARTS))
+    """The parts to run, in their fixed order: those named, else all of them (`every`) or the default set."""
+    return tuple(p for p in PART_NAMES if p in (only or (PART_NAMES if every else DEFAULT_PARTS)))
 
 
 @dataclass(frozen=True)
@@ -30,7 +28,6 @@ class BenchOptions:
     every_config: bool = False               # kernels part: every optim_db configuration, not the first
     output: Path | None = None               # merge the results into this directory's results.json
     chart: bool = True                       # with output: also draw the chart
-    as_json: bool = False                    # print the results as JSON rather than the table
 
     def __post_init__(self) -> None:
         if self.repeat < 1:

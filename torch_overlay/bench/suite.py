@@ -1,4 +1,4 @@
-"""Part `suite`: `python test/run_test.py` wall time and slowest files (slow: only with --all/--only)."""
+"""Part `suite`: `python test/run_test.py` wall time and slowest files (slow: only with --tier full/--only)."""
 
 from __future__ import annotations
 

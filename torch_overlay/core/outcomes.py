@@ -78,7 +78,7 @@ class CaseVerdict(Outcome):
 
 
 class Proof(Outcome):
-    """`verify`: do the patch's regression tests fail on stock torch and pass on the overlay?"""
+    """`verify patches`: do the patch's regression tests fail on stock torch and pass on the overlay?"""
 
     OK = "ok"
     NO_TESTS = "no regression test"
@@ -87,7 +87,7 @@ class Proof(Outcome):
 
 
 class Drift(Outcome):
-    """`verify --against` and `stage`: what a later release (or an upstream checkout) makes of a patch."""
+    """`verify against` and `stage`: what a later release (or an upstream checkout) makes of a patch."""
 
     ALREADY_UPSTREAM = "already upstream"
     PARTLY_UPSTREAM = "partly upstream"

@@ -20,7 +20,7 @@ class Cache:
 
         wheels/<wheel file>             a verified wheel (the base, or a later release)
         base/<sha256[:16]>/             its members, extracted; a manifest marks it complete
-        upstream-deps/<sha256[:16]>/    a later release's own dependencies (`verify --against`)
+        upstream-deps/<sha256[:16]>/    a later release's own dependencies (`verify against`)
     """
 
     root: Path
@@ -91,7 +91,7 @@ class Project:
 
     @property
     def verify_dir(self) -> Path:
-        """The stock trees and logs of `verify` and `verify --against`."""
+        """The stock trees and logs of `verify patches` and `verify against`."""
         return self.build_dir / "verify"
 
     @property
@@ -112,7 +112,7 @@ class Project:
 
     @property
     def gate_record_file(self) -> Path:
-        """The differential gate's verdicts, by tier and part (`verify --regressions --record`)."""
+        """The differential gate's verdicts, by tier and part (`verify gate --record`)."""
         return self.records_dir / "regressions.json"
 
     @property
@@ -122,5 +122,5 @@ class Project:
 
     @property
     def drift_record_file(self) -> Path:
-        """Each later release's drift verdicts (`verify --against V --record`)."""
+        """Each later release's drift verdicts (`verify against V --record`)."""
         return self.records_dir / "drift.json"

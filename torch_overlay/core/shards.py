@@ -1,5 +1,5 @@
 """Shards balanced by recorded durations: test files for `test/run_test.py --shard`, corpus cases
-for `verify --regressions --shard`.
+for `verify gate --shard`.
 
 Greedy longest-first: each item goes to the least-loaded shard (ties: the lowest index), in the
 order (-duration, name). The order makes the partition deterministic, so every CI job computes

@@ -3,7 +3,7 @@
 For each patch, on a stock tree of the release (hard links into its extraction, its own
 dependencies on PYTHONPATH): do the patch's regression tests pass there, and does the patch
 apply (`git apply --check`) or apply in reverse (already there)? The tests come from the
-overlay tree, as for `verify`.
+overlay tree, as for `verify patches`.
 
     already upstream   the tests pass on the release and/or the patch reverse-applies
     partly upstream    some cases that fail on the base pass on the release (upstream's fix is
@@ -31,12 +31,12 @@ from ..core.outcomes import CaseOutcome, Drift, FileOutcome, render_table
 from ..core.project import Project
 from ..fork import applycheck, stock, tree
 from ..fork.applycheck import ApplyCheck
-from ..fork.series import Patch, read_series
+from ..fork.series import Patch
 from ..pinning.base import Base
 from ..pinning.base import load as load_base
 from ..pinning.pin import Pin
 from . import upstream
-from .prove import existing_tests, run_side, select, side_summary
+from .prove import existing_tests, run_side, side_summary
 from .testrun import RunResult
 
 # Backend extensions installed in this environment (OpenReg) are built against the base's ABI
@@ -142,7 +142,7 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
     """Fetch (verified), extract and equip `version`, then run the drift checks on it."""
     release_pin, wheel = upstream.release_pin(project.pin_file, version)  # unknown version: fails here
     if version == pin.version or wheel.sha256 in {w.sha256 for w in pin.wheels}:
-        raise OverlayError(f"torch {version} is the base itself; `verify` without --against checks it")
+        raise OverlayError(f"torch {version} is the base itself; `verify patches` checks it")
     base = load_base(project.cache, pin, pin.wheel_for_this_interpreter())
     tree.materialise(project, base)  # the tests are taken from the overlay tree
     work = project.verify_dir
@@ -230,15 +230,3 @@ def record(project: Project, entry: dict[str, Any]) -> Path:
     data = {version: _portable(data[version]) for version in sorted(data, key=upstream.version_key)}
     atomic.write_text(path, json.dumps(data, indent=1) + "\n")
     return path
-
-
-def run_drift(project: Project, pin: Pin, version: str, patch_ids: list[str] | None, *, keep: bool,
-              timeout: float, as_json: bool, write_record: bool) -> int:
-    """`verify --against VERSION`: print each chosen patch's drift (all patches when none are named)."""
-    patches = select(read_series(project.patches_dir), patch_ids)
-    release, results, measured = evaluate_release(project, pin, version, patches, keep=keep, timeout=timeout)
-    entry = to_json(release, results, measured)
-    print(json.dumps(entry, indent=2) if as_json else render(version, results))
-    if write_record:
-        log.info(f"recorded in {record(project, entry)}")
-    return 0

@@ -1,8 +1,8 @@
 """The differential gate: one generated corpus, run on stock torch and on the overlay, case by case.
 
-`verify` proves that each patch fixes its bug; this proves that the overlay breaks nothing
+`verify patches` proves that each patch fixes its bug; this proves that the overlay breaks nothing
 else. Every file `test/differential/test_*.py` (a corpus *part*) runs with pytest twice with
-the same interpreter: against a stock tree of the base (hard links, as `verify` uses) and
+the same interpreter: against a stock tree of the base (hard links, as `verify patches` uses) and
 against the overlay tree, each with its own inductor cache. Eager is the oracle inside the
 corpus; here only the two sides' per-case outcomes are compared:
 
@@ -52,11 +52,10 @@ from ..core.outcomes import CaseOutcome, CaseVerdict
 from ..core.project import Project
 from ..fork import stock
 from ..pinning.base import Base
-from .testrun import DEFAULT_TIMEOUT, collect_cases, run_cases
+from .testrun import DEFAULT_TIMEOUT, TIERS, collect_cases, run_cases
 
 CORPUS_DIR = Path("test") / "differential"
 RECORD_FILE = Path("benchmarks") / "regressions.json"
-TIERS = ("fast", "full")
 # Seconds one side of one part may take, by tier (`--timeout` overrides): a full-tier side was
 # measured at up to an hour on 2 cores, with the other side running beside it.
 TIMEOUTS = {"fast": DEFAULT_TIMEOUT, "full": 10800.0}
@@ -444,17 +443,17 @@ RUN_KEYS = {"tier": "tiers", "base": "bases", "series": "series", "python": "Pyt
 
 
 def read_shard_record(path: Path) -> dict[str, Any]:
-    """A record `verify --regressions --shard I N --json` printed; a clear error if it is not one."""
+    """A record `verify gate --shard I N --json` printed; a clear error if it is not one."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as e:
         raise OverlayError(f"cannot read the gate record {path}: {e}") from None
     if not isinstance(data, dict) or not all(key in data for key in (*RUN_KEYS, "parts")):
-        raise OverlayError(f"{path} is not a gate record (`verify --regressions --json`)")
+        raise OverlayError(f"{path} is not a gate record (`verify gate --json`)")
     unsharded = [p["part"] for p in data["parts"] if "shard" not in p]
     if unsharded:
-        raise OverlayError(f"{path} holds {', '.join(unsharded)} unsharded: --merge takes records of "
-                           "`verify --regressions --part NAME --shard I N`")
+        raise OverlayError(f"{path} holds {', '.join(unsharded)} unsharded: `verify merge` takes records of "
+                           "`verify gate --part NAME --shard I N`")
     return data
 
 

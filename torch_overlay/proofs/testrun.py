@@ -6,7 +6,7 @@ tree, without a second virtual environment. Inductor caches (FX graph, AOT autog
 shared between processes by default; a stale entry written by the other torch could answer
 for this one, so every run gets a fresh `TORCHINDUCTOR_CACHE_DIR` that is deleted afterwards.
 Each case's outcome comes from pytest's JUnit XML (the one parser of test results here, also
-`test/run_test.py`'s): `verify`, `verify --against` and `verify --regressions` all compare runs
+`test/run_test.py`'s): `verify patches`, `verify against` and `verify gate` all compare runs
 case by case. `test_env` and `file_outcome` are likewise the runner's: a test file runs in the same
 environment, and gets the same verdict, whichever of them runs it. That environment also names
 the CUDA device-type test base of `test_hooks/` to torch: device-generic suites list their CUDA
@@ -37,6 +37,9 @@ CUDA_TEST_BASE = TEST_HOOKS_DIR / "cuda_test_base.py"
 CASE_LOG_ENV = "TORCH_OVERLAY_CASE_LOG"
 LOG_TAIL_LINES = 25
 DEFAULT_TIMEOUT = 1800.0
+# The test tiers, one spelling everywhere (`verify gate --tier`, `run_test.py --tier`, `bench --tier`):
+# `full` adds what is too slow for every run.
+TIERS = ("fast", "full")
 
 
 @dataclass(frozen=True)

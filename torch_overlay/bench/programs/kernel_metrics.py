@@ -8,7 +8,7 @@ cost the copies the pass exists to avoid. Two families, none picked by hand:
   input (the mutation is kept) or into a fresh intermediate (`x.clone()`, reinplaced), with a
   source that aliases nothing;
 * compiled optimizer steps: every `optim_db` optimizer in its first configuration (with
-  `--all-configs`: every configuration), `foreach` both ways where supported, at inductor's
+  `--every-config`: every configuration), `foreach` both ways where supported, at inductor's
   default `score_fusion_memory_threshold` and at 1 (the value upstream's compiled-optimizer
   tests pin kernel counts at), with a constant learning rate and with one a StepLR halves
   after every step: two compiled `opt.step()` calls (state init, then the steady step).
@@ -20,7 +20,7 @@ does not compile.
     python kernel_metrics.py                  # every program
     python kernel_metrics.py --list           # only the names
     python kernel_metrics.py --only NAME...   # only these programs
-    python kernel_metrics.py --all-configs    # every optim_db configuration, not the first
+    python kernel_metrics.py --every-config   # every optim_db configuration, not the first
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--list", action="store_true", help="print the program names only")
     p.add_argument("--only", nargs="+", default=[], metavar="NAME", help="only these programs")
-    p.add_argument("--all-configs", action="store_true", help="every optim_db configuration, not the first")
+    p.add_argument("--every-config", action="store_true", help="every optim_db configuration, not the first")
     args = p.parse_args()
     inductor_config.fx_graph_cache = False
     inductor_config.autotune_local_cache = False
@@ -181,7 +181,7 @@ def main() -> None:
     torch._dynamo.config.recompile_limit = 64
     # Inductor counts bytes only while its metrics log is on (the log itself goes to stderr).
     torch._logging.set_logs(inductor_metrics=True)
-    selected = _selected(args.only, args.all_configs)
+    selected = _selected(args.only, args.every_config)
     if args.list:
         print(json.dumps(list(selected)))
         return
