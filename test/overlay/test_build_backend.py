@@ -69,7 +69,7 @@ class BackendTestBase(TestCase):
 
     def hook(self, source: Path, name: str, out: Path) -> str:
         """Call one hook as a front-end does: in a fresh process whose cwd is the source tree."""
-        code = f"import sys; sys.path.insert(0, '.'); from torch_overlay import build_backend as b; print(b.{name}(sys.argv[1]))"
+        code = f"import sys; sys.path.insert(0, '.'); from torch_overlay.artifacts import build_backend as b; print(b.{name}(sys.argv[1]))"
         result = subprocess.run([sys.executable, "-c", code, str(out)], cwd=source, env=self.env(),
                                 capture_output=True, text=True)
         if result.returncode != 0:

@@ -117,7 +117,7 @@ def sdist_members(project: Project, version: str) -> dict[str, bytes]:
     members[listing.relative_to(root).as_posix()] = listing.read_bytes()
     for patch in patches:
         members[patch.path.relative_to(root).as_posix()] = patch.path.read_bytes()
-    for source in sorted((root / SDIST_TOOL).glob("*.py")):
+    for source in sorted((root / SDIST_TOOL).rglob("*.py")):
         members[source.relative_to(root).as_posix()] = source.read_bytes()
     return members
 
