@@ -6,30 +6,26 @@ from __future__ import annotations
 import json
 
 from ..core.project import Project
+from ..core.records import BaseRef
 from ..fork.series import local_tag, read_series
 from ..pinning.pin import Pin
 from .chart import CHART_FILE, write_chart
 from .options import BenchOptions
 from .parts import PARTS
 from .report import render_table
-from .results import SCHEMA, all_met, load_results, merge, write_results
-from .stats import Json, machine_info, now
+from .results import BenchPart, BenchRecord, load_results, merge, write_results
+from .stats import machine_info, now
 from .workspace import workspace
 
 
-def measure(project: Project, pin: Pin, options: BenchOptions) -> Json:
-    results: Json = {
-        "schema": SCHEMA, "date": now(), "machine": machine_info(),
-        "base": {"version": pin.version, "revision": pin.revision},
-        "series": local_tag(read_series(project.patches_dir)),
-        "settings": {"repeat": options.repeat}, "parts": {},
-    }
+def measure(project: Project, pin: Pin, options: BenchOptions) -> BenchRecord:
+    results = BenchRecord(now(), machine_info(), BaseRef(pin.version, pin.revision),
+                          local_tag(read_series(project.patches_dir)), options.repeat, {})
     with workspace(project, pin, options.workdir) as ws:
         for name in options.parts:
             start = now()
-            part = PARTS[name].measure(ws, options)
-            results["parts"][name] = dict(part, measured_at=start, load_average_after=machine_info()["load_average"])
-    results["targets_ok"] = all_met(results["parts"])
+            measures, targets = PARTS[name].measure(ws, options)
+            results.parts[name] = BenchPart(measures, targets, start, machine_info().load_average)
     return results
 
 
@@ -41,5 +37,5 @@ def run_bench(project: Project, pin: Pin, options: BenchOptions) -> int:
         write_results(options.output, results)
         if options.chart:
             write_chart(results, options.output / CHART_FILE)
-    print(json.dumps(results, indent=1) if options.as_json else render_table(results))
-    return 0 if results["targets_ok"] else 1
+    print(json.dumps(results.to_json(), indent=1) if options.as_json else render_table(results))
+    return 0 if results.targets_ok else 1
