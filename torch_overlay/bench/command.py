@@ -19,14 +19,15 @@ from .workspace import workspace
 
 
 def measure(project: Project, pin: Pin, options: BenchOptions) -> BenchRecord:
-    results = BenchRecord(now(), machine_info(), BaseRef(pin.version, pin.revision),
-                          local_tag(read_series(project.patches_dir)), options.repeat, {})
+    # What the run starts on: a long run records the series it measured, not one exported meanwhile.
+    date, machine, series = now(), machine_info(), local_tag(read_series(project.patches_dir))
+    parts: dict[str, BenchPart] = {}
     with workspace(project, pin, options.workdir) as ws:
         for name in options.parts:
             start = now()
             measures, targets = PARTS[name].measure(ws, options)
-            results.parts[name] = BenchPart(measures, targets, start, machine_info().load_average)
-    return results
+            parts[name] = BenchPart(measures, targets, start, machine_info().load_average)
+    return BenchRecord(date, machine, BaseRef(pin.version, pin.revision), series, options.repeat, parts)
 
 
 def run_bench(project: Project, pin: Pin, options: BenchOptions) -> int:
