@@ -10,6 +10,7 @@ computed again from the parts on reading.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -140,7 +141,7 @@ class PartRecord:
         )
 
 
-def verdict_counts(counts: Counter[CaseVerdict] | dict[CaseVerdict, int]) -> dict[CaseVerdict, int]:
+def verdict_counts(counts: Mapping[CaseVerdict, int]) -> dict[CaseVerdict, int]:
     """Every verdict's count, in CaseVerdict's order (a table's columns)."""
     return {v: counts.get(v, 0) for v in CaseVerdict}
 
