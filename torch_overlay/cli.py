@@ -10,7 +10,6 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from . import readme
 from .artifacts.wheel import build_wheel
@@ -24,6 +23,7 @@ from .fork.series import overlay_version, read_series
 from .pinning import base as base_mod
 from .pinning.pin import Pin, load_pin
 from .proofs import regressions
+from .proofs.gate_record import GateRecord
 from .proofs.testrun import DEFAULT_TIMEOUT, TIERS
 
 
@@ -83,8 +83,8 @@ def cmd_against(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     patches = prove.select(read_series(project.patches_dir), args.patch)
     release, results, measured = drift.evaluate_release(project, pin, args.version, patches, keep=args.keep,
                                                         timeout=args.timeout)
-    entry = drift.to_json(release, results, measured)
-    print(json.dumps(entry, indent=2) if args.json else drift.render(args.version, results))
+    entry = drift.to_record(release, results, measured)
+    print(json.dumps(entry.to_json(), indent=2) if args.json else drift.render(args.version, results))
     if args.record:
         log.info(f"recorded in {drift.record(project, entry)}")
     return 0
@@ -104,12 +104,12 @@ def cmd_gate(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 
     def record_part(result: regressions.PartResult) -> None:
         # Each part is recorded when it ends: a later part that fails (a timeout) loses no other.
-        regressions.record(project, regressions.to_json([result], base, series, args.tier))
+        regressions.record(project, regressions.to_record([result], base, series, args.tier))
 
     results = regressions.run_gate(project, base, args.tier, parts, timeout=args.timeout, jobs=args.jobs,
                                    keep=args.keep, on_part=record_part if args.record else None,
                                    shard=tuple(args.shard) if args.shard else None)
-    return report_gate(project, pin, regressions.to_json(results, base, series, args.tier), args)
+    return report_gate(project, pin, regressions.to_record(results, base, series, args.tier), args)
 
 
 def cmd_merge(project: Project, pin: Pin, args: argparse.Namespace) -> int:
@@ -119,21 +119,24 @@ def cmd_merge(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     return report_gate(project, pin, data, args)
 
 
-def report_gate(project: Project, pin: Pin, data: dict[str, Any], args: argparse.Namespace) -> int:
+def report_gate(project: Project, pin: Pin, data: GateRecord, args: argparse.Namespace) -> int:
     """Print a gate record (JSON or the table), name what fails it; the exit status."""
-    print(json.dumps(data, indent=1) if args.json else regressions.render(data))
+    if args.json:
+        print(json.dumps(data.to_json(), indent=1))
+    else:
+        print(regressions.render(data, regressions.record_name(project)))
     if args.record:
-        log.info(f"recorded in {project.root / regressions.RECORD_FILE}")
-    failed = regressions.regressed_cases(data)
+        log.info(f"recorded in {project.gate_record_file}")
+    failed = data.regressed_cases()
     if failed:
         log.error(f"{len(failed)} case(s) pass on stock {pin.version} and fail on the overlay: "
                   + ", ".join(failed[:5]) + (" ..." if len(failed) > 5 else ""))
-    incomplete = regressions.timed_out(data)
+    incomplete = data.timed_out()
     if incomplete:
         log.error("the gate did not see every case: "
                   + ", ".join(f"{part} ({side})" for part, side in incomplete) + " timed out; "
                   "run it again with a larger --timeout")
-    missing = regressions.missing_cases(data)
+    missing = data.missing_cases()
     if missing:
         log.error(f"{len(missing)} case(s) reported by no shard: " + ", ".join(missing[:5])
                   + (" ..." if len(missing) > 5 else ""))
@@ -160,8 +163,8 @@ def bench_options(args: argparse.Namespace) -> BenchOptions:
 
 def cmd_bench(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     results = run_bench(project, pin, bench_options(args))
-    print(json.dumps(results, indent=1) if args.json else render_table(results))
-    return 0 if results["targets_ok"] else 1
+    print(json.dumps(results.to_json(), indent=1) if args.json else render_table(results))
+    return 0 if results.targets_ok else 1
 
 
 def cmd_readme(project: Project, pin: Pin, args: argparse.Namespace) -> int:

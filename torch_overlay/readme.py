@@ -11,27 +11,25 @@ its markers; `--check` fails, naming the file, when one is out of date.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .bench import load_results
+from .bench import BenchRecord, load_results
 from .bench import render_table as render_bench_table
 from .core import atomic
 from .core.errors import CheckFailed, OverlayError
 from .core.outcomes import CaseVerdict, Drift
 from .core.project import Project
 from .fork.series import Patch, read_series
+from .proofs.drift_record import DriftRecord
+from .proofs.gate_record import GateRecord
 from .proofs.upstream import version_key
 
 START, END = "<!-- patch-table:start -->", "<!-- patch-table:end -->"
 GATE_START, GATE_END = "<!-- regressions-table:start -->", "<!-- regressions-table:end -->"
 BENCH_START, BENCH_END = "<!-- bench-table:start -->", "<!-- bench-table:end -->"
 README = Path("README.md")
-BENCH_DIR = Path("benchmarks")
-BENCH_README = BENCH_DIR / "README.md"
 
 # A rendered block: its start marker, its end marker, its text.
 Block = tuple[str, str, str]
@@ -43,17 +41,22 @@ def upstream_prs(patch: Patch) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"pytorch/pytorch#(\d+)", match.group(1))) if match else ()
 
 
-def first_release_with_fix(drift: dict[str, Any], patch: Patch) -> str:
+def bench_readme(project: Project) -> Path:
+    """benchmarks/README.md, relative to the project root (as `blocks` names files)."""
+    return (project.records_dir / "README.md").relative_to(project.root)
+
+
+def first_release_with_fix(drift: DriftRecord, patch: Patch) -> str:
     """The lowest measured release carrying the fix, whole or as upstream's part of it."""
-    checked = sorted(drift, key=version_key)
+    checked = sorted(drift.releases, key=version_key)
     for version in checked:
-        entry = {p["file"]: p for p in drift[version]["patches"]}.get(patch.path.name, {})
-        if entry.get("verdict") == Drift.ALREADY_UPSTREAM:
+        entry = {p.file: p for p in drift.releases[version].patches}.get(patch.path.name)
+        if entry is not None and entry.verdict == Drift.ALREADY_UPSTREAM:
             return version
-        if entry.get("verdict") == Drift.PARTLY_UPSTREAM:
-            beyond = len(entry["beyond_upstream"])
+        if entry is not None and entry.verdict == Drift.PARTLY_UPSTREAM:
+            beyond = len(entry.beyond_upstream)
             return f"{version}: upstream fix present; {beyond} case{'s' if beyond != 1 else ''} beyond upstream"
-    measured = [v for v in checked if patch.path.name in {p["file"] for p in drift[v]["patches"]}]
+    measured = [v for v in checked if patch.path.name in {p.file for p in drift.releases[v].patches}]
     return f"none of {', '.join(measured)}" if measured else "not measured"
 
 
@@ -61,7 +64,7 @@ def _links(numbers: tuple[int, ...], kind: str) -> str:
     return ", ".join(f"[#{n}](https://github.com/pytorch/pytorch/{kind}/{n})" for n in numbers) or "-"
 
 
-def render_table(patches: list[Patch], drift: dict[str, Any]) -> str:
+def render_table(patches: list[Patch], drift: DriftRecord) -> str:
     lines = [
         "| Id | Title | Upstream issue | Upstream PR | Files | First release with the fix |",
         "|---|---|---|---|---|---|",
@@ -76,11 +79,6 @@ def render_table(patches: list[Patch], drift: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_drift(project: Project) -> dict[str, Any]:
-    path = project.drift_record_file
-    return json.loads(path.read_text()) if path.exists() else {}
-
-
 def with_table(readme: str, table: str, start: str = START, end: str = END, name: Path = README) -> str:
     """`readme` (the text of file `name`) with the block between the `start` and `end` markers
     replaced by `table`."""
@@ -91,27 +89,26 @@ def with_table(readme: str, table: str, start: str = START, end: str = END, name
     return f"{head}{start}\n{table}\n{end}{tail}"
 
 
-def render_gate(record: dict[str, Any] | None, corpus: Sequence[str] = ()) -> str:
-    """The differential gate's latest recorded run (`verify gate --record`), or why none;
-    `corpus` names every part, so that parts the record lacks are named too."""
+def render_gate(record: GateRecord | None, record_file: Path, corpus: Sequence[str] = ()) -> str:
+    """The differential gate's latest recorded run (`verify gate --record`, in
+    `record_file`), or why none; `corpus` names every part, so that parts the record lacks are named too."""
     if record is None:
         return "Not recorded yet: `python -m torch_overlay verify gate --tier full --record`."
-    from .proofs.regressions import missing_cases, render, timed_out
+    from .proofs.regressions import render
 
-    when = record["date"][:10]
-    verdict = ("REGRESSIONS FOUND" if record["totals"][CaseVerdict.REGRESSED]
-               else "INCOMPLETE (a side timed out)" if timed_out(record)
-               else "INCOMPLETE (cases missing)" if missing_cases(record) else "no regression")
-    text = (f"{record['tier'].capitalize()} tier, series `{record['series']}`, Python {record['python']}, "
-            f"{when}: {verdict}.\n\n{render(record)}")
-    missing = [name for name in corpus if name not in {p["part"] for p in record["parts"]}]
+    verdict = ("REGRESSIONS FOUND" if record.totals[CaseVerdict.REGRESSED]
+               else "INCOMPLETE (a side timed out)" if record.timed_out()
+               else "INCOMPLETE (cases missing)" if record.missing_cases() else "no regression")
+    text = (f"{record.tier.capitalize()} tier, series `{record.series}`, Python {record.python}, "
+            f"{record.date[:10]}: {verdict}.\n\n{render(record, record_file)}")
+    missing = [name for name in corpus if name not in {p.part for p in record.parts}]
     if missing:
         text += ("\n\nNot recorded in this tier yet: " + ", ".join(f"`{name}`" for name in missing)
-                 + f" (`python -m torch_overlay verify gate --tier {record['tier']} --record --part NAME`).")
+                 + f" (`python -m torch_overlay verify gate --tier {record.tier} --record --part NAME`).")
     return text
 
 
-def render_bench(results: dict[str, Any] | None) -> str:
+def render_bench(results: BenchRecord | None) -> str:
     """The benchmark table of `bench --output benchmarks/`'s record, or how to record one."""
     if results is None:
         return "Not measured yet: `python -m torch_overlay bench --output benchmarks/`."
@@ -120,14 +117,15 @@ def render_bench(results: dict[str, Any] | None) -> str:
 
 def blocks(project: Project) -> dict[Path, list[Block]]:
     """Every file holding rendered blocks (relative to the project root) and its blocks."""
-    from .proofs.regressions import corpus_files, load_record, part_name
+    from .proofs import drift, regressions
 
-    patch_table = render_table(read_series(project.patches_dir), load_drift(project))
-    gate = render_gate(load_record(project.root), [part_name(part) for part in corpus_files(project)])
-    bench = render_bench(load_results(project.root / BENCH_DIR))
+    patch_table = render_table(read_series(project.patches_dir), drift.load_record(project))
+    gate = render_gate(regressions.load_record(project), regressions.record_name(project),
+                       [regressions.part_name(part) for part in regressions.corpus_files(project)])
+    bench = render_bench(load_results(project.records_dir))
     return {
         README: [(START, END, patch_table), (GATE_START, GATE_END, gate), (BENCH_START, BENCH_END, bench)],
-        BENCH_README: [(BENCH_START, BENCH_END, bench)],
+        bench_readme(project): [(BENCH_START, BENCH_END, bench)],
     }
 
 

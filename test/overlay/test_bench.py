@@ -18,7 +18,7 @@ sys.path.insert(0, str(REPO))
 from torch_overlay import bench  # noqa: E402
 from torch_overlay.bench.chart import chart_panels  # noqa: E402
 from torch_overlay.bench.parts import PARTS  # noqa: E402
-from torch_overlay.bench.results import SCHEMA  # noqa: E402
+from torch_overlay.bench.results import BenchRecord  # noqa: E402
 from torch_overlay.bench.rezip import naive_rezip, same_members  # noqa: E402
 from torch_overlay.bench.runner import PROGRAMS_DIR  # noqa: E402
 from torch_overlay.bench.suite import parse_suite_output  # noqa: E402
@@ -51,7 +51,8 @@ class BenchTestCase(TempDirMixin, unittest.TestCase):
         self.pin = load_pin(self.project.pin_file)
 
     def measure(self, parts: list[str], repeat: int = 1) -> dict:
-        return bench.measure(self.project, self.pin, bench.BenchOptions(parts=tuple(parts), repeat=repeat))
+        """The measured parts, as `bench --json` prints them."""
+        return bench.measure(self.project, self.pin, bench.BenchOptions(parts=tuple(parts), repeat=repeat)).to_json()
 
 
 class TestParts(BenchTestCase):
@@ -105,7 +106,7 @@ class TestResults(BenchTestCase):
         self.assertEqual(bench.select_parts(args.only), ("wheel",))
         self.assertIn(cmd_bench(self.project, self.pin, args), (0, 1))  # 1: synthetic misses targets
         first = json.loads((out / bench.RESULTS_FILE).read_text())
-        self.assertEqual(first["schema"], SCHEMA)
+        self.assertEqual(first["schema"], BenchRecord.SCHEMA)
         for key in ("cores", "usable_cores", "python", "load_average"):
             self.assertIn(key, first["machine"])
         self.assertIn("date", first)
@@ -118,11 +119,12 @@ class TestResults(BenchTestCase):
         merged = json.loads((out / bench.RESULTS_FILE).read_text())
         self.assertEqual(list(merged["parts"]), ["tree", "wheel"])
         self.assertEqual(merged["parts"]["wheel"], first["parts"]["wheel"])
-        table = bench.render_table(merged)
+        table = bench.render_table(BenchRecord.from_json(merged))
         self.assertIn("| Measure | Result (median) | Target | Met |", table)
         self.assertIn("naive re-deflate", table)
         self.assertIn("cold extraction", table)
-        self.assertEqual([title for title, _, _ in chart_panels(merged)], ["custom wheel", "patched tree"])
+        self.assertEqual([title for title, _, _ in chart_panels(BenchRecord.from_json(merged))],
+                         ["custom wheel", "patched tree"])
 
     def test_default_parts_leave_out_the_suite(self) -> None:
         self.assertNotIn("suite", bench.select_parts())
@@ -150,12 +152,12 @@ class TestDefinitions(unittest.TestCase):
 
     def test_each_target_states_its_limit_as_it_checks_it(self) -> None:
         self.assertEqual(SUITE_WALL.shown, "<= 20 min")
-        self.assertEqual(SUITE_WALL.check(320.4), {"name": "suite wall time (s)", "value": 320.4, "op": "<=",
-                                                   "limit": 1200, "ok": True})
+        self.assertEqual(SUITE_WALL.check(320.4).to_json(), {"name": "suite wall time (s)", "value": 320.4,
+                                                             "op": "<=", "limit": 1200, "ok": True})
         self.assertEqual(WHEEL_SPEEDUP.shown, ">= 10x")
-        self.assertFalse(WHEEL_SPEEDUP.check(9.9)["ok"])
+        self.assertFalse(WHEEL_SPEEDUP.check(9.9).ok)
         self.assertEqual(TRAINING_EQUAL.shown, "equal to eager")
-        self.assertEqual(RECOMPILE_COMPILES.at(form="alpha").check(2)["name"], "alpha: overlay compiles")
+        self.assertEqual(RECOMPILE_COMPILES.at(form="alpha").check(2).name, "alpha: overlay compiles")
         self.assertEqual(RECOMPILE_COMPILES.shown, "<= 2 compiles")
 
     def test_every_part_name_has_one_implementation_in_order(self) -> None:

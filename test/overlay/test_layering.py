@@ -40,6 +40,7 @@ TORCH_FREE = (
     "test_lost_work",
     "test_prove",
     "test_readme",
+    "test_records",
     "test_regressions",
     "test_release_order",
     "test_run_test",

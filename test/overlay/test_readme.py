@@ -16,12 +16,14 @@ import expecttest
 from synthetic import REPO, SyntheticProject
 
 sys.path.insert(0, str(REPO))
+from torch_overlay.bench import BenchRecord  # noqa: E402
 from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
-from torch_overlay.core.outcomes import CaseVerdict  # noqa: E402
+from torch_overlay.core.outcomes import CaseVerdict, Drift  # noqa: E402
 from torch_overlay.fork.series import Patch  # noqa: E402
+from torch_overlay.proofs.drift_record import DriftRecord, PatchDriftRecord, ReleaseDrift, WheelRef  # noqa: E402
+from torch_overlay.proofs.gate_record import GateRecord  # noqa: E402
 from torch_overlay.readme import (  # noqa: E402
     BENCH_END,
-    BENCH_README,
     BENCH_START,
     README,
     first_release_with_fix,
@@ -30,6 +32,9 @@ from torch_overlay.readme import (  # noqa: E402
     upstream_prs,
     with_table,
 )
+
+BENCH_README = Path("benchmarks") / "README.md"
+GATE_RECORD = Path("benchmarks") / "regressions.json"
 
 MESSAGE = """From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001
 From: Dev <dev@example.com>
@@ -49,8 +54,20 @@ diff --git a/torch/_inductor/ir.py b/torch/_inductor/ir.py
 """
 
 
-def drift(verdicts: dict[str, str]) -> dict[str, object]:
-    return {v: {"patches": [{"file": "0001-inductor-Fix.patch", "verdict": verdict}]} for v, verdict in verdicts.items()}
+def patch_drift(file: str, verdict: Drift, beyond_upstream: list[str] | None = None) -> PatchDriftRecord:
+    """A patch's drift on a release, as recorded (its runs left out: the table reads the verdict)."""
+    return PatchDriftRecord(file[:4], file, "title", [], False, [], [], beyond_upstream or [], False, False, "",
+                            verdict)
+
+
+def release_drift(version: str, *patches: PatchDriftRecord) -> ReleaseDrift:
+    return ReleaseDrift(version, WheelRef("cp311-cp311-manylinux_2_28_x86_64", "0" * 64), "2026-11-24T00:00:00+00:00",
+                        {}, {}, [], list(patches))
+
+
+def drift(verdicts: dict[str, Drift]) -> DriftRecord:
+    return DriftRecord({v: release_drift(v, patch_drift("0001-inductor-Fix.patch", verdict))
+                        for v, verdict in verdicts.items()})
 
 
 class TestPatchTable(expecttest.TestCase):
@@ -69,19 +86,21 @@ class TestPatchTable(expecttest.TestCase):
         self.assertEqual(upstream_prs(self.patch), (111, 222))
 
     def test_first_release_is_the_lowest_version_measured_as_upstream(self) -> None:
-        measured = drift({"2.13.0": "already upstream", "2.9.10": "still needed", "2.10.0": "already upstream"})
+        measured = drift({"2.13.0": Drift.ALREADY_UPSTREAM, "2.9.10": Drift.STILL_NEEDED,
+                          "2.10.0": Drift.ALREADY_UPSTREAM})
         self.assertEqual(first_release_with_fix(measured, self.patch), "2.10.0")
-        self.assertEqual(first_release_with_fix(drift({"2.10.0": "conflicts"}), self.patch), "none of 2.10.0")
-        self.assertEqual(first_release_with_fix({}, self.patch), "not measured")
+        self.assertEqual(first_release_with_fix(drift({"2.10.0": Drift.CONFLICTS}), self.patch), "none of 2.10.0")
+        self.assertEqual(first_release_with_fix(DriftRecord({}), self.patch), "not measured")
 
     def test_a_partly_upstream_fix_says_how_many_cases_go_beyond(self) -> None:
-        measured = drift({"2.10.0": "still needed", "2.12.1": "partly upstream"})
-        measured["2.12.1"]["patches"][0]["beyond_upstream"] = ["test/x.py::TestX::test_a", "test/x.py::TestX::test_b"]
+        measured = drift({"2.10.0": Drift.STILL_NEEDED})
+        measured.releases["2.12.1"] = release_drift("2.12.1", patch_drift(
+            "0001-inductor-Fix.patch", Drift.PARTLY_UPSTREAM, ["test/x.py::TestX::test_a", "test/x.py::TestX::test_b"]))
         self.assertEqual(first_release_with_fix(measured, self.patch),
                          "2.12.1: upstream fix present; 2 cases beyond upstream")
 
     def test_row(self) -> None:
-        table = render_table([self.patch], drift({"2.12.1": "already upstream"}))
+        table = render_table([self.patch], drift({"2.12.1": Drift.ALREADY_UPSTREAM}))
         self.assertExpectedInline(
             table.splitlines()[2],
             """| 0001 | [inductor] Fix a \\| thing | [#333](https://github.com/pytorch/pytorch/issues/333) | [#111](https://github.com/pytorch/pytorch/pull/111), [#222](https://github.com/pytorch/pytorch/pull/222) | `torch/_inductor/ir.py` | 2.12.1 |""",  # noqa: B950
@@ -97,20 +116,21 @@ class TestPatchTable(expecttest.TestCase):
         counts = {v: 0 for v in CaseVerdict}
         series, date = "2.9.1+ovl1.gabc", "2026-11-24T00:00:00+00:00"
         part = {"part": "differential/test_a", "seconds": 2.5, "counts": dict(counts, **{"agree-pass": 3}),
-                "cases": [], "runs": {side: {"returncode": 0, "seconds": 1.0} for side in ("stock", "overlay")},
-                "series": series, "date": date}
-        record = {"tier": "full", "series": series, "python": "3.11.7", "date": date,
-                  "ok": True, "totals": part["counts"], "parts": [part]}
-        text = render_gate(record, ["differential/test_a", "differential/test_b"])
+                "cases": [], "series": series, "date": date,
+                "runs": {side: {"returncode": 0, "seconds": 1.0, "cases": 3} for side in ("stock", "overlay")}}
+        data = {"schema": 1, "tier": "full", "base": {"version": "2.9.1", "revision": "0" * 40}, "series": series,
+                "python": "3.11.7", "date": date, "parts": [part]}
+        record = GateRecord.from_json(data)
+        text = render_gate(record, GATE_RECORD, ["differential/test_a", "differential/test_b"])
         self.assertIn("Full tier, series `2.9.1+ovl1.gabc`, Python 3.11.7, 2026-11-24: no regression.", text)
         self.assertTrue(text.endswith(
             "Not recorded in this tier yet: `differential/test_b` "
             "(`python -m torch_overlay verify gate --tier full --record --part NAME`)."), text)
-        self.assertNotIn("Not recorded in this tier", render_gate(record, ["differential/test_a"]))
+        self.assertNotIn("Not recorded in this tier", render_gate(record, GATE_RECORD, ["differential/test_a"]))
         self.assertIn("| differential/test_a | 3 | 1 | 1 | 0 |\n| total | 3 |  |  | 0 |", text)
         del part["seconds"]  # recorded before parts measured their wall time
         self.assertIn("| differential/test_a | 3 | 1 | 1 | - |\n| total | 3 |  |  | - |",
-                      render_gate(record, ["differential/test_a"]))
+                      render_gate(GateRecord.from_json(data), GATE_RECORD, ["differential/test_a"]))
 
     def test_repository_readme_is_up_to_date(self) -> None:
         result = subprocess.run([sys.executable, "-m", "torch_overlay", "readme", "--check"], cwd=REPO,
@@ -124,7 +144,7 @@ def bench_block(text: str) -> str:
 
 class TestBenchTables(unittest.TestCase):
     def test_repository_bench_tables_are_the_results_record_rendered(self) -> None:
-        results = json.loads((REPO / "benchmarks" / "results.json").read_text())
+        results = BenchRecord.from_json(json.loads((REPO / "benchmarks" / "results.json").read_text()))
         for name in (README, BENCH_README):
             with self.subTest(file=str(name)):
                 self.assertEqual(bench_block((REPO / name).read_text()), render_bench_table(results))
@@ -144,7 +164,7 @@ class TestBenchTables(unittest.TestCase):
             self.assertEqual(len(stale.stderr.strip().splitlines()), 1, stale.stderr)
             p.tool("readme")
             self.assertEqual(p.tool("readme", "--check", check=False).returncode, 0)
-            results = json.loads((p.root / "benchmarks" / "results.json").read_text())
+            results = BenchRecord.from_json(json.loads((p.root / "benchmarks" / "results.json").read_text()))
             self.assertEqual(bench_block((p.root / BENCH_README).read_text()), render_bench_table(results))
             (p.root / BENCH_README).write_text("# Benchmarks\n")
             lost = p.tool("readme", "--check", check=False)

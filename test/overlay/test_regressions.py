@@ -14,6 +14,7 @@ import sys
 import tempfile
 import unittest
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,9 @@ sys.path.insert(0, str(REPO))
 from torch_overlay import readme  # noqa: E402
 from torch_overlay.core import shards  # noqa: E402
 from torch_overlay.core.outcomes import CaseOutcome, CaseVerdict  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
 from torch_overlay.proofs import regressions  # noqa: E402
+from torch_overlay.proofs.gate_record import GateRecord  # noqa: E402
 from torch_overlay.proofs.regressions import case_verdict  # noqa: E402
 from torch_overlay.proofs.testrun import Report, read_report  # noqa: E402
 
@@ -136,6 +139,25 @@ class TestKnown(unittest.TestCase):
     def test_unknown_on_both(self):
         self.fail("no issue named")
 """
+
+
+# Where the gate's record lists each case, as its table names it.
+RECORD_NAME = Path("benchmarks") / "regressions.json"
+
+
+def render(data: dict[str, Any]) -> str:
+    """The gate's table of a record `verify gate --json` printed."""
+    return regressions.render(GateRecord.from_json(data), RECORD_NAME)
+
+
+def render_gate(data: dict[str, Any]) -> str:
+    """The README's gate section of a record `verify gate --json` printed."""
+    return readme.render_gate(GateRecord.from_json(data), RECORD_NAME)
+
+
+def recorded(p: SyntheticProject) -> dict[str, Any]:
+    """The gate record `verify gate --record` wrote."""
+    return json.loads(Project.at(p.root).gate_record_file.read_text())
 
 
 def case(verdict_cases: list[dict[str, object]], name: str) -> dict[str, object]:
@@ -264,12 +286,11 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertEqual(data["tier"], "full")
         self.assertEqual(data["parts"][0]["counts"][CaseVerdict.AGREE_PASS], 2)  # test_add and test_full_tier_only
-        recorded = json.loads((self.p.root / regressions.RECORD_FILE).read_text())
-        self.assertEqual(recorded["totals"], data["totals"])
+        self.assertEqual(recorded(self.p)["totals"], data["totals"])
 
     def test_table_names_every_case_that_does_not_agree(self) -> None:
         result, data = self.gate()
-        table = regressions.render(data)
+        table = render(data)
         self.assertIn("| differential/test_arith | 1 | 1 | 1 | 1 | 1 | 1 |", table)
         wall = data["parts"][0]["seconds"]
         self.assertGreater(wall, max(run["seconds"] for run in data["parts"][0]["runs"].values()))  # + re-runs
@@ -286,8 +307,7 @@ class TestSyntheticGate(unittest.TestCase):
             with tempfile.TemporaryDirectory() as flaky:
                 first = p.tool("verify", "gate", "--tier", "full", "--record", check=False, FLAKY_DIR=flaky)
             self.assertEqual(first.returncode, 1, first.stderr)  # test_triple regresses
-            recorded = json.loads((p.root / regressions.RECORD_FILE).read_text())
-            arith = next(part for part in recorded["parts"] if part["part"] == "differential/test_arith")
+            arith = next(part for part in recorded(p)["parts"] if part["part"] == "differential/test_arith")
             (p.root / "test" / "differential" / "test_more.py").write_text(MORE_CORPUS.replace("# extra", "def test_more_again(self):\n        pass"))
             p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")  # a new series
             p.tool("export")
@@ -295,7 +315,7 @@ class TestSyntheticGate(unittest.TestCase):
                 again = p.tool("verify", "gate", "--tier", "full", "--record", "--part", "test_more",
                                check=False, FLAKY_DIR=flaky)
             self.assertEqual(again.returncode, 0, again.stderr)  # only test_more ran: no regression in it
-            merged = json.loads((p.root / regressions.RECORD_FILE).read_text())
+            merged = recorded(p)
         self.assertEqual([part["part"] for part in merged["parts"]], ["differential/test_arith", "differential/test_more"])
         self.assertEqual(merged["parts"][0], arith)  # kept as recorded, with its own date and series
         self.assertEqual(merged["parts"][1]["counts"][CaseVerdict.AGREE_PASS], 2)
@@ -304,7 +324,7 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertFalse(merged["ok"])  # the kept part still regresses
         self.assertNotEqual(merged["series"], arith["series"])
         self.assertIn(f"- recorded on an earlier series: `differential/test_arith` (series `{arith['series']}`, "
-                      f"{arith['date'][:10]})", regressions.render(merged))
+                      f"{arith['date'][:10]})", render(merged))
 
     def test_a_case_that_kills_its_process_is_crashed_and_the_rest_still_runs(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -333,7 +353,7 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(cases["TestKnown::test_known_and_fixed"]["verdict"], CaseVerdict.FIXED)
         self.assertEqual(cases["TestKnown::test_known_and_fixed"]["upstream"], "#4343")
         self.assertNotIn("upstream", cases["TestKnown::test_unknown_on_both"])
-        table = regressions.render(data)
+        table = render(data)
         # Fixed cases are counted, not listed one by one: the full tier fixes hundreds.
         self.assertNotIn("test_known_and_fixed", table)
         self.assertIn("- fixed, known upstream, `differential/test_known`: #4343 (1 case); "
@@ -364,8 +384,8 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(sum(part["counts"].values()), 1)
         self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 0)
         self.assertFalse(data["ok"])  # nothing regressed in what ran, but not everything ran
-        self.assertRegex(readme.render_gate(data), r": INCOMPLETE \(a side timed out\)\.")
-        self.assertRegex(regressions.render(data),
+        self.assertRegex(render_gate(data), r": INCOMPLETE \(a side timed out\)\.")
+        self.assertRegex(render(data),
                          r"- timed out: `differential/test_hang` on stock after 2\d s \(the cases it did not "
                          r"reach are not in this table\)")
 
@@ -476,10 +496,10 @@ class TestShardedGate(unittest.TestCase):
             result = p.tool("verify", "merge", *map(str, self.files), "--record", check=False)
             self.assertEqual(result.returncode, 1, result.stderr)
             self.assertIn("| differential/test_arith |", result.stdout)  # the table, for the run's summary
-            recorded = json.loads((p.root / regressions.RECORD_FILE).read_text())
-            times = json.loads((p.root / "benchmarks" / "regressions-times.json").read_text())
-        self.assertEqual(recorded["totals"], self.whole["totals"])
-        self.assertNotIn("durations", recorded["parts"][0])  # they live beside it, by part
+            record = recorded(p)
+            times = json.loads(Project.at(p.root).case_times_file.read_text())
+        self.assertEqual(record["totals"], self.whole["totals"])
+        self.assertNotIn("durations", record["parts"][0])  # they live beside it, by part
         durations = merged_durations(self.files)
         self.assertEqual(times["fast"]["differential/test_arith"], durations)
         self.assertEqual(sorted(durations), sorted(self.whole["parts"][0]["durations"]))
@@ -523,11 +543,15 @@ class TestShardedGate(unittest.TestCase):
         self.assertEqual(merged["parts"][0]["missing"], [lost])
         self.assertFalse(merged["ok"])
         self.assertIn(f"- missing: `differential/test_arith::{lost}` (collected, reported by no shard)",
-                      regressions.render(merged))
-        self.assertRegex(readme.render_gate(merged), r": REGRESSIONS FOUND\.")  # test_triple's
+                      render(merged))
+        self.assertRegex(render_gate(merged), r": REGRESSIONS FOUND\.")  # test_triple's
         # without the regression, the missing case alone makes the README's verdict incomplete
-        no_regression = dict(merged, totals=dict(merged["totals"], **{CaseVerdict.REGRESSED: 0}))
-        self.assertRegex(readme.render_gate(no_regression), r": INCOMPLETE \(cases missing\)\.")
+        record = GateRecord.from_json(merged)
+        (part,) = record.parts
+        no_regression = replace(record, parts=[replace(
+            part, cases=[c for c in part.cases if c.verdict != CaseVerdict.REGRESSED],
+            counts={**part.counts, CaseVerdict.REGRESSED: 0})])
+        self.assertRegex(readme.render_gate(no_regression, RECORD_NAME), r": INCOMPLETE \(cases missing\)\.")
 
     def test_records_of_different_runs_do_not_merge(self) -> None:
         for key, value, what in (("series", "2.9.1+ovl9.gdeadbeef", "series"), ("python", "3.12.0", "Python versions"),

@@ -206,7 +206,7 @@ class TestAgainstRelease(StageTestCase):
         self.pin_release(sha256(self.wheel))
         result = self.tool("verify", "against", RELEASE, "--record")
         self.assertEqual(result.returncode, 0, result.stderr)
-        recorded = json.loads((self.p.root / "benchmarks" / "drift.json").read_text())[RELEASE]
+        recorded = json.loads((self.p.root / "benchmarks" / "drift.json").read_text())["releases"][RELEASE]
         verdicts = {p["id"]: (p["tests_pass"], p["applies"], p["reverse_applies"], p["verdict"])
                     for p in recorded["patches"]}
         self.assertEqual(verdicts, {"0001": (True, False, True, "already upstream"),
@@ -229,7 +229,7 @@ class TestAgainstRelease(StageTestCase):
         result = self.tool("verify", "against", RELEASE, "--record")
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("0003: beyond upstream: test/arith/test_multiples.py::TestMultiples::test_quad", result.stdout)
-        recorded = {p["id"]: p for p in json.loads((self.p.root / "benchmarks" / "drift.json").read_text())[RELEASE]["patches"]}
+        recorded = {p["id"]: p for p in json.loads((self.p.root / "benchmarks" / "drift.json").read_text())["releases"][RELEASE]["patches"]}
         self.assertEqual(recorded["0003"]["verdict"], "partly upstream")
         self.assertEqual(recorded["0003"]["fixed_upstream"], ["test/arith/test_multiples.py::TestMultiples::test_triple"])
         self.assertEqual(recorded["0003"]["beyond_upstream"], ["test/arith/test_multiples.py::TestMultiples::test_quad"])

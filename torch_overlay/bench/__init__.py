@@ -26,9 +26,9 @@ from .chart import CHART_FILE
 from .command import measure, run_bench
 from .options import DEFAULT_PARTS, PART_NAMES, BenchOptions, select_parts
 from .report import render_table
-from .results import RESULTS_FILE, load_results
+from .results import RESULTS_FILE, BenchRecord, load_results
 
 __all__ = [
-    "CHART_FILE", "DEFAULT_PARTS", "PART_NAMES", "RESULTS_FILE", "BenchOptions", "load_results", "measure",
-    "render_table", "run_bench", "select_parts",
+    "CHART_FILE", "DEFAULT_PARTS", "PART_NAMES", "RESULTS_FILE", "BenchOptions", "BenchRecord", "load_results",
+    "measure", "render_table", "run_bench", "select_parts",
 ]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ..core.errors import OverlayError
 from .parts import PARTS
-from .stats import Json
+from .results import BenchRecord
 from .table import Panel, seconds
 
 CHART_FILE = "bench.png"
@@ -14,13 +14,13 @@ CHART_FILE = "bench.png"
 CHART_PARTS = ("recompile", "wheel", "tree")
 
 
-def chart_panels(results: Json) -> list[Panel]:
+def chart_panels(results: BenchRecord) -> list[Panel]:
     """Every ratio that was measured, as (title, [slow label, fast label], [slow s, fast s])."""
-    parts = results["parts"]
-    return [panel for name in CHART_PARTS if name in parts for panel in PARTS[name].panels(parts[name])]
+    parts = results.parts
+    return [panel for name in CHART_PARTS if name in parts for panel in PARTS[name].panels(parts[name].measures)]
 
 
-def write_chart(results: Json, path: Path) -> None:
+def write_chart(results: BenchRecord, path: Path) -> None:
     """One panel per ratio, each its own linear scale from zero, so bar heights compare honestly
     within a panel."""
     try:

@@ -11,7 +11,7 @@ from .options import BenchOptions
 from .runner import program, run_under
 from .stats import Json, log, summarize
 from .table import Row, row, seconds
-from .targets import COMPILETIME_COMPILES, COMPILETIME_FIRST_STEP, COMPILETIME_STEADY, Target
+from .targets import COMPILETIME_COMPILES, COMPILETIME_FIRST_STEP, COMPILETIME_STEADY, Measured, Target, TargetCheck
 from .workspace import Workspace
 
 MODELS = {"gpt2": "GPT-2 (2 layers, width 64)", "resnet18": "ResNet-18 (32x32 inputs)"}
@@ -20,7 +20,7 @@ STEPS = 8
 TIMINGS = ("first_step_s", "first_step_cpu_s", "steady_step_s")  # what first_step.py reports, per run
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     trees = ws.both_trees()
     part: Json = {"steps": STEPS, "runs": {}}
     targets = []
@@ -42,8 +42,7 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
             values = [entry["first_step_cpu_s_overlay_over_stock"], entry["steady_step_s_overlay_over_stock"],
                       max(entry["overlay"]["compiles"]) <= min(entry["stock"]["compiles"])]
             targets += [target.check(value) for target, value in zip(_targets(run, lr), values, strict=False)]
-    part["targets"] = targets
-    return part
+    return part, targets
 
 
 def _side(runs: list[Json]) -> Json:
@@ -55,7 +54,7 @@ def _ratio(overlay: float, stock: float) -> float:
     return round(overlay / stock, 3) if stock > 0 else float("inf")
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     found = []
     for run, entry in part["runs"].items():
         model, lr = run.split(" ", 1)
@@ -69,7 +68,7 @@ def rows(part: Json) -> list[Row]:
             f"{entry['first_step_s_overlay_over_stock']:.3f}x); steady "
             f"{entry['steady_step_s_overlay_over_stock']:.3f}x; "
             f"{max(stock['compiles'])} vs {max(overlay['compiles'])} compiles",
-            part["targets"], *_targets(run, lr),
+            targets, *_targets(run, lr),
         ))
     return found
 

@@ -9,14 +9,14 @@ from .options import BenchOptions
 from .runner import run_under
 from .stats import Json, log
 from .table import Row, row
-from .targets import FLOATS_STALE
+from .targets import FLOATS_STALE, Measured, TargetCheck
 from .workspace import Workspace
 
 CATALOG = "test/inductor/test_float_param_specialization.py"
 VALUES = (0.5, 0.75, 1.25, 1.5, 0.3)
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     """Programs of the catalog (default: all), on both sides, through the test file's own
     --worker mode. The two sides run at the same time: this part counts, it does not time."""
     trees = ws.both_trees()
@@ -39,18 +39,17 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
         "stale_on_overlay": _stale(results, "overlay"),
         "regressed": [n for n, p in results.items() if p["stock"]["eager_equal"] and not p["overlay"]["eager_equal"]],
     }
-    part["targets"] = [FLOATS_STALE.check(len(part["stale_on_overlay"]))]
-    return part
+    return part, [FLOATS_STALE.check(len(part["stale_on_overlay"]))]
 
 
 def _stale(results: Json, side: str) -> list[str]:
     return sorted(name for name, program in results.items() if not program[side]["eager_equal"])
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     return [row(
         f"Float catalog ({len(part['programs'])} programs x {len(part['values'])} values): stale on stock / overlay",
-        f"{len(part['stale_on_stock'])} / {len(part['stale_on_overlay'])}", part["targets"], FLOATS_STALE,
+        f"{len(part['stale_on_stock'])} / {len(part['stale_on_overlay'])}", targets, FLOATS_STALE,
     )]
 
 

@@ -14,11 +14,11 @@ from .options import BenchOptions
 from .runner import program, run_under
 from .stats import Json, log
 from .table import Row, row
-from .targets import KERNELS_NOT_MORE
+from .targets import KERNELS_NOT_MORE, Measured, TargetCheck
 from .workspace import Workspace
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     """Both sides at once: this part counts, it does not time."""
     trees = ws.both_trees()
     log("kernels: in-place programs and compiled optimizer steps on stock and overlay (minutes)")
@@ -35,8 +35,8 @@ def is_optimizer_step(name: str) -> bool:
     return "foreach=" in name
 
 
-def summarize(programs: Json) -> Json:
-    """The part's record from each program's counts on both sides.
+def summarize(programs: Json) -> Measured:
+    """The part's measures and targets from each program's counts on both sides.
 
     Kernels may not grow anywhere, bytes not for in-place programs. A compiled optimizer step
     reads a scheduled learning rate from a 0-d tensor input on the overlay (0010: one graph for
@@ -57,8 +57,7 @@ def summarize(programs: Json) -> Json:
     part: Json = {"programs": programs, "not_compiled": failing, "more_on_overlay": sorted(more),
                   "optimizer_step_extra_bytes": max(step_bytes, default=0),
                   "totals": {side: _totals(compiled, side) for side in ("stock", "overlay")}}
-    part["targets"] = [KERNELS_NOT_MORE.check(len(more))]
-    return part
+    return part, [KERNELS_NOT_MORE.check(len(more))]
 
 
 def _counts(measured: list[int] | None) -> Json | None:
@@ -69,7 +68,7 @@ def _totals(programs: Json, side: str) -> Json:
     return {key: sum(entry[side][key] for entry in programs.values()) for key in ("kernels", "bytes")}
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     compiled = [name for name in part["programs"] if name not in part["not_compiled"]]
     optimizers = sum(1 for name in compiled if is_optimizer_step(name))
     stock, overlay = part["totals"]["stock"], part["totals"]["overlay"]
@@ -81,7 +80,7 @@ def rows(part: Json) -> list[Row]:
         f"{overlay['bytes'] / 1024:.1f} KiB accessed; more on the overlay: {len(part['more_on_overlay'])} programs "
         f"(an optimizer step reads at most {part['optimizer_step_extra_bytes']} more bytes: its learning-rate "
         "input, 0010)",
-        part["targets"], KERNELS_NOT_MORE,
+        targets, KERNELS_NOT_MORE,
     )]
 
 

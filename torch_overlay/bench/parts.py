@@ -9,6 +9,7 @@ from . import compiletime, floats, kernels, openreg, recompile, suite, training,
 from .options import BenchOptions
 from .stats import Json
 from .table import Panel, Row
+from .targets import Measured, TargetCheck
 from .workspace import Workspace
 
 
@@ -18,8 +19,8 @@ def _no_panels(part: Json) -> list[Panel]:
 
 @dataclass(frozen=True)
 class Part:
-    measure: Callable[[Workspace, BenchOptions], Json]
-    rows: Callable[[Json], list[Row]]              # its lines of the summary table
+    measure: Callable[[Workspace, BenchOptions], Measured]
+    rows: Callable[[Json, list[TargetCheck]], list[Row]]  # its lines of the summary table
     repetitions: Callable[[Json], int]             # how many runs its medians are of
     panels: Callable[[Json], list[Panel]] = _no_panels  # its paired timings in the chart
 

@@ -7,14 +7,14 @@ from .options import BenchOptions
 from .runner import program, run_under, summarize_runs
 from .stats import Json, log, ratio
 from .table import Panel, Row, row, seconds
-from .targets import RECOMPILE_COMPILES, RECOMPILE_SPEEDUP
+from .targets import RECOMPILE_COMPILES, RECOMPILE_SPEEDUP, Measured, TargetCheck
 from .workspace import Workspace
 
 FORMS = {"mul_div": "`mul_`/`div_` form", "alpha": "`add_(g, alpha=-lr / (1 - beta2) ** 0.5)`"}
 STEPS = 20
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     trees = ws.both_trees()
     runs: dict[str, dict[str, list[Json]]] = {form: {side: [] for side in trees} for form in FORMS}
     for i in range(options.repeat):
@@ -33,11 +33,10 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
             RECOMPILE_COMPILES.at(form=form).check(max(entry["overlay"]["compiles"])),
             RECOMPILE_SPEEDUP.at(form=form).check(entry["stock_over_overlay"]),
         ]
-    part["targets"] = targets
-    return part
+    return part, targets
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     found = []
     for form, entry in part["forms"].items():
         stock, overlay = entry["stock"], entry["overlay"]
@@ -45,7 +44,7 @@ def rows(part: Json) -> list[Row]:
             f"Compiled step, {part['steps']} learning rates, {FORMS.get(form, form)}: stock vs overlay",
             f"{max(stock['compiles'])} vs {max(overlay['compiles'])} compiles; {seconds(stock['median_s'])} vs "
             f"{seconds(overlay['median_s'])} (**{entry['stock_over_overlay']}x**)",
-            part["targets"], RECOMPILE_COMPILES.at(form=form), RECOMPILE_SPEEDUP.at(form=form),
+            targets, RECOMPILE_COMPILES.at(form=form), RECOMPILE_SPEEDUP.at(form=form),
         ))
     return found
 

@@ -9,10 +9,12 @@ import resource
 import statistics
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..core.log import info
+from ..core.records import RecordError, field, number, optional
 
 Json = dict[str, Any]
 T = TypeVar("T")
@@ -56,16 +58,46 @@ def _proc_field_kb(path: str, field: str) -> int | None:
     return None
 
 
-def machine_info() -> Json:
+@dataclass(frozen=True)
+class Machine:
+    """The machine a run measured on, and how loaded it was."""
+
+    cores: int | None
+    usable_cores: int | None
+    memory_gb: float | None
+    python: str
+    platform: str
+    load_average: list[float]  # over 1, 5 and 15 minutes
+
+    def to_json(self) -> Json:
+        return {"cores": self.cores, "usable_cores": self.usable_cores, "memory_gb": self.memory_gb,
+                "python": self.python, "platform": self.platform, "load_average": self.load_average}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Machine:
+        memory = number(data, "memory_gb") if optional(data, "memory_gb", object) is not None else None
+        return cls(optional(data, "cores", int), optional(data, "usable_cores", int), memory,
+                   field(data, "python", str), field(data, "platform", str), load_average(data, "load_average"))
+
+
+def load_average(data: Any, key: str) -> list[float]:
+    """A recorded load average: three numbers."""
+    values = field(data, key, list)
+    if len(values) != 3 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise RecordError(f"{key!r} is {values!r}, not three numbers")
+    return values
+
+
+def machine_info() -> Machine:
     memory_kb = _proc_field_kb("/proc/meminfo", "MemTotal:")
-    return {
-        "cores": os.cpu_count(),
-        "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-        "memory_gb": round(memory_kb / 1024 / 1024, 1) if memory_kb else None,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }
+    return Machine(
+        cores=os.cpu_count(),
+        usable_cores=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+        memory_gb=round(memory_kb / 1024 / 1024, 1) if memory_kb else None,
+        python=platform.python_version(),
+        platform=platform.platform(),
+        load_average=[round(x, 2) for x in os.getloadavg()],
+    )
 
 
 def now() -> str:

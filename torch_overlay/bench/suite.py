@@ -9,7 +9,7 @@ import sys
 from .options import BenchOptions
 from .stats import Json, log, timed
 from .table import Row, row
-from .targets import SUITE_EXIT, SUITE_WALL
+from .targets import SUITE_EXIT, SUITE_WALL, Measured, TargetCheck
 from .workspace import Workspace
 
 SLOWEST = 5
@@ -22,7 +22,7 @@ def parse_suite_output(output: str) -> list[Json]:
     return sorted(files, key=lambda f: (-f["seconds"], f["name"]))
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     project = ws.project
     log("suite: python test/run_test.py --keep-going (this takes a while)")
     cmd = [sys.executable, str(project.root / "test" / "run_test.py"), "--keep-going"]
@@ -33,14 +33,13 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
         "failed": [f["name"] for f in files if f["status"] == "FAILED"],
         "slowest": files[:SLOWEST], "summary": (proc.stdout.strip().splitlines() or [""])[-1],
     }
-    part["targets"] = [SUITE_WALL.check(part["wall_s"]), SUITE_EXIT.check(proc.returncode)]
-    return part
+    return part, [SUITE_WALL.check(part["wall_s"]), SUITE_EXIT.check(proc.returncode)]
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     slow = ", ".join(f"`{f['name']}` {f['seconds']:.0f} s" for f in part["slowest"][:3])
     return [row(f"`python test/run_test.py` ({part['files']} files; slowest: {slow})",
-                f"{part['wall_s'] / 60:.1f} min", part["targets"], SUITE_WALL)]
+                f"{part['wall_s'] / 60:.1f} min", targets, SUITE_WALL)]
 
 
 def repetitions(part: Json) -> int:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from .stats import Json
-from .targets import Target
+from .targets import Target, TargetCheck
 
 
 class Row(NamedTuple):
@@ -16,11 +15,11 @@ class Row(NamedTuple):
     met: str = ""
 
 
-def row(measure: str, result: str, recorded: Sequence[Json] = (), *targets: Target) -> Row:
+def row(measure: str, result: str, recorded: Sequence[TargetCheck] = (), *targets: Target) -> Row:
     """A table row whose target and met columns state `targets`, judged as `recorded` says."""
     if not targets:
         return Row(measure, result)
-    ok = {t["name"]: t["ok"] for t in recorded}
+    ok = {t.name: t.ok for t in recorded}
     stated = ", ".join(dict.fromkeys(t.shown for t in targets))
     return Row(measure, result, stated, "yes" if all(ok[t.name] for t in targets) else "**no**")
 

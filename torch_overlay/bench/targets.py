@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.records import RecordError, field, number
 from .stats import Json
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {"<=": operator.le, ">=": operator.ge, "==": operator.eq}
@@ -38,10 +39,9 @@ class Target:
     def measured_limit(self) -> float | bool:
         return self.limit if isinstance(self.limit, bool) else self.limit * self.per_unit
 
-    def check(self, value: float | bool) -> Json:
+    def check(self, value: float | bool) -> TargetCheck:
         limit = self.measured_limit
-        return {"name": self.name, "value": value, "op": self.op, "limit": limit,
-                "ok": bool(OPERATORS[self.op](value, limit))}
+        return TargetCheck(self.name, value, self.op, limit, bool(OPERATORS[self.op](value, limit)))
 
     @property
     def shown(self) -> str:
@@ -50,6 +50,36 @@ class Target:
         spacing = "" if self.unit == "x" else " "
         stated = f"{self.limit:g}{spacing}{self.unit}".rstrip()
         return stated if self.op == "==" else f"{self.op} {stated}"
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """A target judged on a measured value: what results.json records for each claim."""
+
+    name: str
+    value: float | bool
+    op: str
+    limit: float | bool
+    ok: bool
+
+    def to_json(self) -> Json:
+        return {"name": self.name, "value": self.value, "op": self.op, "limit": self.limit, "ok": self.ok}
+
+    @classmethod
+    def from_json(cls, data: Any) -> TargetCheck:
+        op = field(data, "op", str)
+        if op not in OPERATORS:
+            raise RecordError(f"{op!r} is not a comparison: one of {', '.join(OPERATORS)}")
+        return cls(field(data, "name", str), _value(data, "value"), op, _value(data, "limit"), field(data, "ok", bool))
+
+
+def _value(data: Any, key: str) -> float | bool:
+    """A measured value or a limit: a number, or whether a condition holds."""
+    return data[key] if isinstance(data, dict) and isinstance(data.get(key), bool) else number(data, key)
+
+
+# What a part's `measure` returns: its measures (a part's own JSON) and its targets, judged.
+Measured = tuple[Json, list[TargetCheck]]
 
 
 # -- the claims ---------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from .options import BenchOptions
 from .runner import program, run_under, summarize_runs
 from .stats import Json, log, ratio
 from .table import Row, row, seconds
-from .targets import TRAINING_COMPILES, TRAINING_EQUAL
+from .targets import TRAINING_COMPILES, TRAINING_EQUAL, Measured, TargetCheck
 from .workspace import Workspace
 
 # Optimizer name -> how the table describes it (the program sets the hyper-parameters).
@@ -18,7 +18,7 @@ SCHEDULER = "StepLR(step_size=10, gamma=0.7)"
 LOOP = "MLP forward and `opt.step()` compiled, cross-entropy"
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     trees = ws.both_trees()
     part: Json = {"steps": STEPS, "scheduler": SCHEDULER, "runs": {}}
     targets = []
@@ -41,15 +41,14 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
                 TRAINING_COMPILES.at(run=run).check(
                     max(entry["overlay"]["compiles"]) <= max(entry["stock"]["compiles"])),
             ]
-    part["targets"] = targets
-    return part
+    return part, targets
 
 
 def _side(results: list[Json]) -> Json:
     return dict(summarize_runs(results), equal_to_eager=all(r["equal_to_eager"] for r in results))
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     found = []
     for run, entry in part["runs"].items():
         stock, overlay = entry["stock"], entry["overlay"]
@@ -60,7 +59,7 @@ def rows(part: Json) -> list[Row]:
             f"{max(stock['compiles'])} vs {max(overlay['compiles'])} compiles; {seconds(stock['median_s'])} vs "
             f"{seconds(overlay['median_s'])}; equal to eager: {_yes(stock['equal_to_eager'])} / "
             f"{_yes(overlay['equal_to_eager'])}",
-            part["targets"], TRAINING_EQUAL.at(run=run), TRAINING_COMPILES.at(run=run),
+            targets, TRAINING_EQUAL.at(run=run), TRAINING_COMPILES.at(run=run),
         ))
     return found
 

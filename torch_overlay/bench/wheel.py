@@ -12,12 +12,12 @@ from .options import BenchOptions
 from .rezip import same_members
 from .stats import Json, log, ratio, summarize
 from .table import Panel, Row, row, seconds
-from .targets import WHEEL_DETERMINISTIC, WHEEL_RSS, WHEEL_SAME_CONTENT, WHEEL_SPEEDUP
+from .targets import WHEEL_DETERMINISTIC, WHEEL_RSS, WHEEL_SAME_CONTENT, WHEEL_SPEEDUP, Measured, TargetCheck
 from .worker import run_worker
 from .workspace import Workspace
 
 
-def measure(ws: Workspace, options: BenchOptions) -> Json:
+def measure(ws: Workspace, options: BenchOptions) -> Measured:
     repeat = options.repeat
     project = ws.warm_project()
     builds = max(repeat, 2)  # determinism needs at least two builds
@@ -49,23 +49,22 @@ def measure(ws: Workspace, options: BenchOptions) -> Json:
         "sha256": shas, "naive_sha256": naive_shas, "deterministic": len(set(shas)) == 1,
         "same_content": same_content, "peak_rss_mb": rss,
     }
-    part["targets"] = [
+    return part, [
         WHEEL_SPEEDUP.check(part["naive_over_build_wheel"]),
         WHEEL_DETERMINISTIC.check(part["deterministic"]),
         WHEEL_SAME_CONTENT.check(same_content),
         WHEEL_RSS.check(rss["wheel"]),
     ]
-    return part
 
 
-def rows(part: Json) -> list[Row]:
+def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     return [
         row("Custom wheel (`build_wheel`, raw member copy) vs naive re-deflate of the same content",
             f"{seconds(part['build_wheel']['median_s'])} vs {seconds(part['naive']['median_s'])} "
-            f"(**{part['naive_over_build_wheel']}x**)", part["targets"], WHEEL_SPEEDUP),
+            f"(**{part['naive_over_build_wheel']}x**)", targets, WHEEL_SPEEDUP),
         row("Custom wheel sha256 across builds",
             f"identical over {len(part['sha256'])} builds" if part["deterministic"] else "differs",
-            part["targets"], WHEEL_DETERMINISTIC),
+            targets, WHEEL_DETERMINISTIC),
     ]
 
 

@@ -17,14 +17,12 @@ on the release, so a case the release fixed is told apart from one it still gets
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
-from ..core import atomic, log
+from ..core import log, records
 from ..core.errors import OverlayError
 from ..core.lock import build_lock
 from ..core.outcomes import CaseOutcome, Drift, FileOutcome, render_table
@@ -36,6 +34,7 @@ from ..pinning.base import Base
 from ..pinning.base import load as load_base
 from ..pinning.pin import Pin
 from . import upstream
+from .drift_record import DriftRecord, FileRun, PatchDriftRecord, ReleaseDrift, WheelRef
 from .prove import existing_tests, run_side, side_summary
 from .testrun import RunResult
 
@@ -87,21 +86,17 @@ class PatchDrift:
         """`fixed upstream 3, beyond upstream 2`: the cases that fail on the base, by their fate."""
         return f"fixed upstream {len(self.fixed_upstream)}, beyond upstream {len(self.beyond_upstream)}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.patch.id,
-            "file": self.patch.path.name,
-            "title": self.patch.title,
-            "tests": [r.to_json() for r in self.tests],
-            "tests_pass": self.tests_pass,
-            "base_tests": [r.to_json() for r in self.base_tests],
-            "fixed_upstream": self.fixed_upstream,
-            "beyond_upstream": self.beyond_upstream,
-            "applies": self.apply.applies,
-            "reverse_applies": self.apply.reverse_applies,
-            "apply_output": self.apply.output,
-            "verdict": self.verdict,
-        }
+    def to_record(self) -> PatchDriftRecord:
+        return PatchDriftRecord(
+            self.patch.id, self.patch.path.name, self.patch.title, [_file_run(r) for r in self.tests],
+            self.tests_pass, [_file_run(r) for r in self.base_tests], self.fixed_upstream, self.beyond_upstream,
+            self.apply.applies, self.apply.reverse_applies, self.apply.output, self.verdict,
+        )
+
+
+def _file_run(run: RunResult) -> FileRun:
+    return FileRun(run.file, run.outcome, run.returncode, run.tests_run, run.failed, run.skipped, run.seconds,
+                   run.cases, run.log, run.tail)
 
 
 def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path], patches: list[Patch],
@@ -186,47 +181,38 @@ def render(version: str, results: list[PatchDrift]) -> str:
     return "\n".join(lines)
 
 
-def to_json(release: Base, results: list[PatchDrift], measured: Measured) -> dict[str, Any]:
-    return {
-        "version": release.version,
-        "wheel": {"tag": release.wheel.tag, "sha256": release.wheel.sha256},
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "seconds": measured.seconds,
-        "bytes": measured.bytes,
-        "dependencies_installed": measured.deps,
-        "patches": [r.to_json() for r in results],
-    }
+def to_record(release: Base, results: list[PatchDrift], measured: Measured) -> ReleaseDrift:
+    return ReleaseDrift(release.version, WheelRef(release.wheel.tag, release.wheel.sha256),
+                        datetime.now(timezone.utc).isoformat(timespec="seconds"), measured.seconds, measured.bytes,
+                        measured.deps, [r.to_record() for r in results])
 
 
-# Log paths and log tails name this machine's directories: the console shows them, the
-# committed record keeps only what was measured.
-_MACHINE_LOCAL_KEYS = ("log", "tail")
-
-
-def _portable(entry: dict[str, Any]) -> dict[str, Any]:
-    for patch in entry["patches"]:
-        for key in ("tests", "base_tests"):
-            patch[key] = [{k: v for k, v in t.items() if k not in _MACHINE_LOCAL_KEYS} for t in patch.get(key, [])]
-    return entry
-
-
-def _merged(previous: dict[str, Any] | None, entry: dict[str, Any]) -> dict[str, Any]:
+def _merged(previous: ReleaseDrift | None, entry: ReleaseDrift) -> ReleaseDrift:
     """A run of some patches against the same release wheel updates those patches and keeps the
     others' earlier results (in patch order); a different wheel replaces the whole entry."""
-    if previous is None or previous.get("wheel") != entry.get("wheel"):
+    if previous is None or previous.wheel != entry.wheel:
         return entry
-    patches = {p["id"]: p for p in previous["patches"]} | {p["id"]: p for p in entry["patches"]}
-    return dict(entry, patches=[patches[i] for i in sorted(patches)])
+    patches = {p.id: p for p in previous.patches} | {p.id: p for p in entry.patches}
+    return replace(entry, patches=[patches[i] for i in sorted(patches)])
 
 
-def record(project: Project, entry: dict[str, Any]) -> Path:
-    """Merge one release's measured results into `benchmarks/drift.json` (keyed by version, then by
-    patch)."""
-    path = project.drift_record_file
-    path.parent.mkdir(exist_ok=True)
-    data = json.loads(path.read_text()) if path.exists() else {}
-    data[entry["version"]] = _merged(data.get(entry["version"]), entry)
+# How to mend a drift record that cannot be read: the committed one from git, or new runs.
+RECORD_FIX = "restore it with git, or measure each release again: `verify against VERSION --record`"
+
+
+def load_record(project: Project) -> DriftRecord:
+    """Every release measured so far (none yet: an empty record)."""
+    found = records.load(project.drift_record_file, "drift record", RECORD_FIX, DriftRecord.from_json)
+    return found if found is not None else DriftRecord({})
+
+
+def record(project: Project, entry: ReleaseDrift) -> Path:
+    """Merge one release's measured results into `Project.drift_record_file` (keyed by version,
+    then by patch), without this machine's log paths."""
+    releases = dict(load_record(project).releases)
+    releases[entry.version] = _merged(releases.get(entry.version), entry)
     # In release order (2.10.0rc1, 2.10.0, 2.11.0), not as strings ("2.10.0" < "2.9.1").
-    data = {version: _portable(data[version]) for version in sorted(data, key=upstream.version_key)}
-    atomic.write_text(path, json.dumps(data, indent=1) + "\n")
-    return path
+    ordered = {version: releases[version].portable() for version in sorted(releases, key=upstream.version_key)}
+    records.write(project.drift_record_file, DriftRecord(ordered).to_json())
+    return project.drift_record_file
+

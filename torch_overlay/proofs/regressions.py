@@ -34,32 +34,30 @@ single process would have written. A collected case no shard reported on either 
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
-from ..core import atomic, log, shards
+from ..core import log, records, shards
 from ..core.errors import OverlayError
 from ..core.lock import build_lock
 from ..core.outcomes import CaseOutcome, CaseVerdict
 from ..core.project import Project
+from ..core.records import BaseRef
 from ..fork import stock
 from ..pinning.base import Base
+from .gate_record import SIDES, CaseRecord, CaseTimes, GateRecord, PartRecord, ShardRecord, SideRecord, verdict_counts
 from .testrun import DEFAULT_TIMEOUT, TIERS, collect_cases, run_cases
 
 CORPUS_DIR = Path("test") / "differential"
-RECORD_FILE = Path("benchmarks") / "regressions.json"
 # Seconds one side of one part may take, by tier (`--timeout` overrides): a full-tier side was
 # measured at up to an hour on 2 cores, with the other side running beside it.
 TIMEOUTS = {"fast": DEFAULT_TIMEOUT, "full": 10800.0}
-SIDES = ("stock", "overlay")
 RERUNS = 2
 
 # A failure message naming the upstream issue of a known bug (or the reason of a known limitation),
@@ -138,11 +136,10 @@ class CaseResult:
     def verdict(self) -> CaseVerdict:
         return case_verdict(self.stock, self.overlay)
 
-    def to_json(self) -> dict[str, Any]:
-        data = {"case": self.case, "verdict": self.verdict, "stock": self.stock, "overlay": self.overlay}
-        if self.upstream and self.verdict in (CaseVerdict.AGREE_FAIL, CaseVerdict.FIXED):
-            data["upstream"] = self.upstream
-        return data
+    def to_record(self) -> CaseRecord:
+        # A known upstream bug explains a failure both sides share, or one the series fixes: only there.
+        known = self.verdict in (CaseVerdict.AGREE_FAIL, CaseVerdict.FIXED)
+        return CaseRecord(self.case, self.verdict, self.stock, self.overlay, self.upstream if known else None)
 
 
 def case_verdict(stock_runs: list[CaseOutcome], overlay_runs: list[CaseOutcome]) -> CaseVerdict:
@@ -188,32 +185,27 @@ class PartResult:
     seconds: float  # wall time of the part: both sides (at once with jobs > 1) and the re-runs
     shard: Shard | None = None
 
-    def counts(self) -> Counter[CaseVerdict]:
-        return Counter(c.verdict for c in self.cases.values())
+    def counts(self) -> dict[CaseVerdict, int]:
+        return verdict_counts(Counter(c.verdict for c in self.cases.values()))
 
     def durations(self) -> dict[str, float]:
         """Each case's first-run seconds, the longer side's: the sides run at the same time."""
         return {case: max(run.durations.get(case, 0.0) for run in self.runs.values())
                 for case in sorted(set().union(*(run.durations for run in self.runs.values())))}
 
-    def to_json(self) -> dict[str, Any]:
-        data = {
-            "part": self.name,
-            "seconds": self.seconds,
-            "counts": {v: self.counts().get(v, 0) for v in CaseVerdict},
-            "runs": {side: {"returncode": r.returncode, "seconds": r.seconds, "cases": len(r.outcomes)}
-                     for side, r in self.runs.items()},
-            # agree-pass and skipped cases are the bulk (skipped: every CUDA variant on a machine
-            # without CUDA): counted only; every other verdict is listed by name
-            "cases": [c.to_json() for c in self.cases.values()
-                      if c.verdict not in (CaseVerdict.AGREE_PASS, CaseVerdict.SKIPPED)],
-            "durations": self.durations(),  # moved to Project.case_times_file when recorded
-        }
-        if self.shard is not None:
-            data["shard"] = {"index": self.shard.index, "total": self.shard.total,
-                             "collected": self.shard.collected, "cases": self.shard.cases,
-                             "missing": [c for c in self.shard.cases if c not in self.cases]}
-        return data
+    def to_record(self, series: str, date: str) -> PartRecord:
+        shard = None if self.shard is None else ShardRecord(
+            self.shard.index, self.shard.total, self.shard.collected, self.shard.cases,
+            [c for c in self.shard.cases if c not in self.cases])
+        # agree-pass and skipped cases are the bulk (skipped: every CUDA variant on a machine
+        # without CUDA): counted only; every other verdict is listed by name
+        listed = [c.to_record() for c in self.cases.values()
+                  if c.verdict not in (CaseVerdict.AGREE_PASS, CaseVerdict.SKIPPED)]
+        return PartRecord(
+            self.name, self.seconds, self.counts(),
+            {side: SideRecord(r.returncode, r.seconds, len(r.outcomes)) for side, r in self.runs.items()},
+            listed, series, date, durations=self.durations(), shard=shard,
+        )
 
 
 def merge(stock_run: SideRun, overlay_run: SideRun) -> dict[str, CaseResult]:
@@ -305,185 +297,161 @@ def plan_shard(project: Project, part: Path, trees: dict[str, Path], logs: Path,
         collected = sorted(set().union(*pool.map(collect, SIDES)))
     if not collected:
         raise OverlayError(f"{part_name(part)} collected no test case on either side; see {logs}")
-    times = load_case_times(project).get(tier, {}).get(part_name(part), {})
+    times = load_case_times(project).of(tier, part_name(part))
     cases = shards.shard(collected, index, total, times)
     log.info(f"  {part_name(part)}: shard {index}/{total}: {len(cases)} of {len(collected)} case(s)")
     return Shard(index, total, collected, cases)
 
 
-def load_case_times(project: Project) -> dict[str, dict[str, dict[str, float]]]:
+# How to mend a gate record that cannot be read: the committed one from git, or a new run.
+RECORD_FIX = "restore it with git, or record the gate again: `verify gate --record`"
+
+
+def load_case_times(project: Project) -> CaseTimes:
     """Recorded case durations by tier and part (none yet: every case costs the same)."""
-    path = project.case_times_file
-    return json.loads(path.read_text()) if path.exists() else {}
+    times = records.load(project.case_times_file, "record of case durations", RECORD_FIX, CaseTimes.from_json)
+    return times if times is not None else CaseTimes({})
 
 
-def regressed_cases(record: dict[str, Any]) -> list[str]:
-    return [f"{p['part']}::{c['case']}" for p in record["parts"] for c in p["cases"]
-            if c["verdict"] == CaseVerdict.REGRESSED]
-
-
-def missing_cases(record: dict[str, Any]) -> list[str]:
-    """Cases a sharded part collected that no shard reported on either side."""
-    return [f"{p['part']}::{case}" for p in record["parts"] for case in p.get("missing", [])]
-
-
-def to_json(results: list[PartResult], base: Base, series: str, tier: str) -> dict[str, Any]:
+def to_record(results: list[PartResult], base: Base, series: str, tier: str) -> GateRecord:
     date = time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime())
-    return with_totals({
-        "schema": 1,
-        "date": date,
-        "tier": tier,
-        "base": {"version": base.version, "revision": base.revision},
-        "series": series,
-        "python": ".".join(map(str, sys.version_info[:3])),
-        # each part says when and on which series it ran: a record can merge runs of single parts
-        "parts": [dict(r.to_json(), series=series, date=date) for r in results],
-    })
+    return GateRecord(date, tier, BaseRef(base.version, base.revision), series,
+                      ".".join(map(str, sys.version_info[:3])), [r.to_record(series, date) for r in results])
 
 
-def with_totals(data: dict[str, Any]) -> dict[str, Any]:
-    """`ok`: no case regressed and every side ran to its end, every case reported (a cut-short run
-    proves nothing of the cases it did not reach)."""
-    total = Counter[str]()
-    for part in data["parts"]:
-        total.update(part["counts"])
-    ok = not total.get(CaseVerdict.REGRESSED) and not timed_out(data) and not missing_cases(data)
-    return dict(data, ok=ok, totals={v: total.get(v, 0) for v in CaseVerdict})
-
-
-def timed_out(record: dict[str, Any]) -> list[tuple[str, str]]:
-    """(part, side) for each side of a recorded part stopped at the timeout: the cases it did not
-    reach are missing from the record."""
-    return [(p["part"], side) for p in record["parts"] for side in SIDES if p["runs"][side]["returncode"] is None]
-
-
-def merge_records(previous: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+def merge_records(previous: GateRecord | None, new: GateRecord) -> GateRecord:
     """A run of some parts replaces those parts in a record of the same tier and base; the other
     parts stay, each with the series and date it ran on (a full tier can be recorded part by part)."""
-    if previous is None or (previous["tier"], previous["base"]) != (new["tier"], new["base"]):
+    if previous is None or (previous.tier, previous.base) != (new.tier, new.base):
         return new
-    ran = {p["part"] for p in new["parts"]}
-    kept = [p for p in previous["parts"] if p["part"] not in ran]
-    return with_totals(dict(new, parts=sorted(kept + new["parts"], key=lambda p: p["part"])))
+    ran = {p.part for p in new.parts}
+    kept = [p for p in previous.parts if p.part not in ran]
+    return replace(new, parts=sorted(kept + new.parts, key=lambda p: p.part))
 
 
-def render(record: dict[str, Any]) -> str:
+def render(record: GateRecord, record_file: Path) -> str:
     """One table: a row per corpus part, a column per verdict, each side's first run in seconds and
     the part's wall time (both sides and the re-runs); then every regressed, flaky or one-sided case
     by name. Fixed and agree-fail cases (hundreds in the full tier) are counted in the table and,
-    where they name one, by upstream issue; the record lists each by name."""
-    shown = [v for v in CaseVerdict if any(p["counts"][v] for p in record["parts"])] or [CaseVerdict.AGREE_PASS]
+    where they name one, by upstream issue; the record (`record_file`, as the reader finds it) lists
+    each by name."""
+    shown = [v for v in CaseVerdict if any(p.counts[v] for p in record.parts)] or [CaseVerdict.AGREE_PASS]
     header = ["part", *shown, "stock s", "overlay s", "wall min"]
     # A part recorded before parts measured their wall time has none: "-", and no total.
-    walls = [p.get("seconds") for p in record["parts"]]
-    rows = [[p["part"], *(str(p["counts"][v]) for v in shown),
-             *(f"{p['runs'][side]['seconds']:.0f}" for side in SIDES), _minutes(wall)]
-            for p, wall in zip(record["parts"], walls, strict=True)]
+    walls = [p.seconds for p in record.parts]
+    rows = [[p.part, *(str(p.counts[v]) for v in shown),
+             *(f"{p.runs[side].seconds:.0f}" for side in SIDES), _minutes(p.seconds)]
+            for p in record.parts]
     total = None if None in walls else sum(w for w in walls if w is not None)
-    rows.append(["total", *(str(record["totals"][v]) for v in shown), "", "", _minutes(total)])
+    rows.append(["total", *(str(record.totals[v]) for v in shown), "", "", _minutes(total)])
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
-    notable = [(p["part"], c) for p in record["parts"] for c in p["cases"]
-               if c["verdict"] in (CaseVerdict.REGRESSED, CaseVerdict.FLAKY_STOCK, CaseVerdict.FLAKY_OVERLAY,
-                                   CaseVerdict.ONE_SIDED)]
+    notable = [(p.part, c) for p in record.parts for c in p.cases
+               if c.verdict in (CaseVerdict.REGRESSED, CaseVerdict.FLAKY_STOCK, CaseVerdict.FLAKY_OVERLAY,
+                                CaseVerdict.ONE_SIDED)]
     for part, case in notable:
-        issue = f" [upstream {case['upstream']}]" if case.get("upstream") else ""
-        lines.append(f"- {case['verdict']}: `{part}::{case['case']}`{issue} "
-                     f"(stock {'/'.join(case['stock'])}, overlay {'/'.join(case['overlay'])})")
-    lines += [line for verdict in (CaseVerdict.FIXED, CaseVerdict.AGREE_FAIL) for p in record["parts"]
-              if (line := _known_upstream(p, verdict))]
-    runs = {p["part"]: p["runs"] for p in record["parts"]}
-    for part, side in timed_out(record):
-        lines.append(f"- timed out: `{part}` on {side} after {runs[part][side]['seconds']:.0f} s "
+        issue = f" [upstream {case.upstream}]" if case.upstream else ""
+        lines.append(f"- {case.verdict}: `{part}::{case.case}`{issue} "
+                     f"(stock {'/'.join(case.stock)}, overlay {'/'.join(case.overlay)})")
+    lines += [line for verdict in (CaseVerdict.FIXED, CaseVerdict.AGREE_FAIL) for p in record.parts
+              if (line := _known_upstream(p, verdict, record_file))]
+    runs = {p.part: p.runs for p in record.parts}
+    for part, side in record.timed_out():
+        lines.append(f"- timed out: `{part}` on {side} after {runs[part][side].seconds:.0f} s "
                      "(the cases it did not reach are not in this table)")
-    lines += [f"- missing: `{case}` (collected, reported by no shard)" for case in missing_cases(record)]
-    for p in record["parts"]:
-        if p["series"] != record["series"]:
-            lines.append(f"- recorded on an earlier series: `{p['part']}` (series `{p['series']}`, {p['date'][:10]})")
+    lines += [f"- missing: `{case}` (collected, reported by no shard)" for case in record.missing_cases()]
+    for p in record.parts:
+        if p.series != record.series:
+            lines.append(f"- recorded on an earlier series: `{p.part}` (series `{p.series}`, {p.date[:10]})")
     return "\n".join(lines)
 
 
-def _known_upstream(part: dict[str, Any], verdict: str) -> str | None:
+def _known_upstream(part: PartRecord, verdict: CaseVerdict, record_file: Path) -> str | None:
     """A part's cases of `verdict` that name their upstream issue, counted by issue (the record lists
     each by name, with its issue)."""
-    issues = Counter(c["upstream"] for c in part["cases"] if c["verdict"] == verdict and c.get("upstream"))
+    issues = Counter(c.upstream for c in part.cases if c.verdict == verdict and c.upstream)
     if not issues:
         return None
     counted = ", ".join(f"{n} ({k} case{'s' if k != 1 else ''})" for n, k in sorted(issues.items()))
-    return f"- {verdict}, known upstream, `{part['part']}`: {counted}; each case is listed in `{RECORD_FILE}`"
+    return f"- {verdict}, known upstream, `{part.part}`: {counted}; each case is listed in `{record_file}`"
 
 
 def _minutes(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 60:.0f}"
 
 
-def record(project: Project, data: dict[str, Any]) -> Path:
-    """Merge a run into `benchmarks/regressions.json` (what the README table is rendered from) and
+def record(project: Project, data: GateRecord) -> Path:
+    """Merge a run into `Project.gate_record_file` (what the README table is rendered from) and
     its case durations into `Project.case_times_file` (what shards are sized by), atomically."""
-    path = project.root / RECORD_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    times = load_case_times(project)
-    tier = times.setdefault(data["tier"], {})
-    tier.update({part["part"]: part["durations"] for part in data["parts"]})
-    times[data["tier"]] = dict(sorted(tier.items()))
-    atomic.write_text(project.case_times_file, json.dumps(dict(sorted(times.items())), indent=1) + "\n")
-    parts = [{k: v for k, v in part.items() if k != "durations"} for part in data["parts"]]
-    merged = merge_records(load_record(project.root), dict(data, parts=parts))
-    atomic.write_text(path, json.dumps(merged, indent=1) + "\n")
-    return path
+    durations = {part.part: part.durations for part in data.parts if part.durations is not None}
+    records.write(project.case_times_file, load_case_times(project).updated(data.tier, durations).to_json())
+    parts = [replace(part, durations=None) for part in data.parts]
+    merged = merge_records(load_record(project), replace(data, parts=parts))
+    records.write(project.gate_record_file, merged.to_json())
+    return project.gate_record_file
 
 
-def load_record(root: Path) -> dict[str, Any] | None:
-    path = root / RECORD_FILE
-    return json.loads(path.read_text()) if path.exists() else None
+def load_record(project: Project) -> GateRecord | None:
+    return records.load(project.gate_record_file, "gate record", RECORD_FIX, GateRecord.from_json)
 
 
-# What every shard record of one run shares, and how a difference is named.
+def record_name(project: Project) -> Path:
+    """The gate record as the table names it (where each case is listed): relative to the root."""
+    return project.gate_record_file.relative_to(project.root)
+
+
+def _run_of(record: GateRecord) -> dict[str, object]:
+    """What every shard record of one run shares, as recorded (a difference is named so)."""
+    return {"tier": record.tier, "base": record.base.to_json(), "series": record.series, "python": record.python}
+
+
+# How a difference in each of `_run_of`'s values is named.
 RUN_KEYS = {"tier": "tiers", "base": "bases", "series": "series", "python": "Python versions"}
 
 
-def read_shard_record(path: Path) -> dict[str, Any]:
+def read_shard_record(path: Path) -> GateRecord:
     """A record `verify gate --shard I N --json` printed; a clear error if it is not one."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
+        text = path.read_text()
+    except OSError as e:
         raise OverlayError(f"cannot read the gate record {path}: {e}") from None
-    if not isinstance(data, dict) or not all(key in data for key in (*RUN_KEYS, "parts")):
-        raise OverlayError(f"{path} is not a gate record (`verify gate --json`)")
-    unsharded = [p["part"] for p in data["parts"] if "shard" not in p]
+    data = records.parse(path, text, "gate record", "`verify gate --part NAME --shard I N --json` prints one",
+                         GateRecord.from_json)
+    unsharded = [p.part for p in data.parts if p.shard is None]
     if unsharded:
         raise OverlayError(f"{path} holds {', '.join(unsharded)} unsharded: `verify merge` takes records of "
                            "`verify gate --part NAME --shard I N`")
     return data
 
 
-def merge_shards(records: Sequence[tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+def merge_shards(shard_records: Sequence[tuple[Path, GateRecord]]) -> GateRecord:
     """One record from shard records (with their files): what one process running every shard's
     cases would have recorded, plus the cases no shard reported (`missing`). Records of different
     runs, and a shard given twice or not at all, are errors naming the files or the shard."""
-    (first, reference), *_ = records
+    (first, reference), *_ = shard_records
     for key, what in RUN_KEYS.items():
-        for path, data in records:
-            if data[key] != reference[key]:
+        for path, data in shard_records:
+            if _run_of(data)[key] != _run_of(reference)[key]:
                 raise OverlayError(f"shard records of different {what} cannot merge: {first} has "
-                                   f"{reference[key]}, {path} has {data[key]}")
-    by_part: dict[str, dict[int, tuple[Path, dict[str, Any]]]] = {}
-    for path, data in records:
-        for part in data["parts"]:
-            shard = by_part.setdefault(part["part"], {})
-            index = part["shard"]["index"]
-            if index in shard:
-                raise OverlayError(f"shard {index}/{part['shard']['total']} of {part['part']} is given twice: "
-                                   f"{shard[index][0]} and {path}")
-            shard[index] = (path, part)
-    parts = [_merge_part(name, shard) for name, shard in sorted(by_part.items())]
-    date = max(data["date"] for _, data in records)
-    return with_totals(dict(reference, date=date, parts=[dict(p, date=date) for p in parts]))
+                                   f"{_run_of(reference)[key]}, {path} has {_run_of(data)[key]}")
+    by_part: dict[str, dict[int, tuple[Path, PartRecord]]] = {}
+    for path, data in shard_records:
+        for part in data.parts:
+            assert part.shard is not None  # read_shard_record refuses unsharded parts
+            shard = by_part.setdefault(part.part, {})
+            if part.shard.index in shard:
+                raise OverlayError(f"shard {part.shard.index}/{part.shard.total} of {part.part} is given twice: "
+                                   f"{shard[part.shard.index][0]} and {path}")
+            shard[part.shard.index] = (path, part)
+    date = max(data.date for _, data in shard_records)
+    parts = [_merge_part(name, shard, date) for name, shard in sorted(by_part.items())]
+    return replace(reference, date=date, parts=parts)
 
 
-def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, dict[str, Any]]]) -> dict[str, Any]:
+def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, PartRecord]], date: str) -> PartRecord:
     parts = [part for _, part in shards_of_part.values()]
-    totals = {part["shard"]["total"] for part in parts}
+    sharded = [part.shard for part in parts if part.shard is not None]
+    totals = {shard.total for shard in sharded}
     if len(totals) > 1:
         raise OverlayError(f"the shards of {name} split it {' and '.join(map(str, sorted(totals)))} ways: "
                            "merge the shards of one run")
@@ -495,33 +463,33 @@ def _merge_part(name: str, shards_of_part: dict[int, tuple[Path, dict[str, Any]]
     if dropped:
         raise OverlayError(f"shard {', '.join(f'{i}/{total}' for i in dropped)} of {name} is not given: "
                            "merge every shard's record")
-    collected = parts[0]["shard"]["collected"]
-    for path, part in shards_of_part.values():
-        if part["shard"]["collected"] != collected:
-            raise OverlayError(f"{path}: shard {part['shard']['index']}/{total} of {name} collected other cases "
+    collected = sharded[0].collected
+    for (path, _), shard in zip(shards_of_part.values(), sharded, strict=True):
+        if shard.collected != collected:
+            raise OverlayError(f"{path}: shard {shard.index}/{total} of {name} collected other cases "
                                "than its other shards: merge the shards of one run")
-    planned = Counter(case for part in parts for case in part["shard"]["cases"])
+    planned = Counter(case for shard in sharded for case in shard.cases)
     twice = sorted(case for case, n in planned.items() if n > 1)
     if twice:
         raise OverlayError(f"{len(twice)} case(s) of {name} are in more than one shard, e.g. {twice[0]}")
-    missing = sorted({*(set(collected) - set(planned)), *(c for part in parts for c in part["shard"]["missing"])})
-    counts = Counter[str]()
+    missing = sorted({*(set(collected) - set(planned)), *(c for shard in sharded for c in shard.missing)})
+    counts = Counter[CaseVerdict]()
     for part in parts:
-        counts.update(part["counts"])
-    return {
-        "part": name,
-        "seconds": round(sum(part["seconds"] for part in parts), 1),  # machine time, over every shard
-        "counts": {v: counts.get(v, 0) for v in CaseVerdict},
-        "runs": {side: _merge_runs([part["runs"][side] for part in parts]) for side in SIDES},
-        "cases": sorted((c for part in parts for c in part["cases"]), key=lambda c: c["case"]),
-        "durations": dict(sorted(kv for part in parts for kv in part["durations"].items())),
-        "missing": missing,
-        "series": parts[0]["series"],
-    }
+        counts.update(part.counts)
+    return PartRecord(
+        name,
+        round(sum(part.seconds or 0.0 for part in parts), 1),  # machine time, over every shard
+        verdict_counts(counts),
+        {side: _merge_runs([part.runs[side] for part in parts]) for side in SIDES},
+        sorted((c for part in parts for c in part.cases), key=lambda c: c.case),
+        parts[0].series, date,
+        durations=dict(sorted(kv for part in parts for kv in (part.durations or {}).items())),
+        missing=missing,
+    )
 
 
-def _merge_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+def _merge_runs(runs: list[SideRecord]) -> SideRecord:
     """One side of a part over its shards: timed out if any shard did, else the worst exit status."""
-    codes = [run["returncode"] for run in runs]
-    return {"returncode": None if None in codes else max(codes), "seconds": round(sum(r["seconds"] for r in runs), 1),
-            "cases": sum(run["cases"] for run in runs)}
+    codes = [run.returncode for run in runs]
+    return SideRecord(None if None in codes else max(c for c in codes if c is not None),
+                      round(sum(run.seconds for run in runs), 1), sum(run.cases for run in runs))
