@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", type=Path, help="upstream PyTorch checkout at the pinned revision")
     parser.add_argument("--no-build", action="store_true", help="stop after the checks and git am")
-    parser.add_argument("--build-dir", type=Path, default=ROOT / "build" / "source-build",
+    parser.add_argument("--build-dir", type=Path, default=Project.discover(ROOT).build_dir / "source-build",
                         help="where OpenReg is built (default: build/source-build)")
     parser.add_argument("--project", type=Path, default=ROOT, help=argparse.SUPPRESS)  # tests: another overlay.toml
     args = parser.parse_args(argv)

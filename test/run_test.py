@@ -60,6 +60,7 @@ from torch_overlay.core import shards  # noqa: E402
 from torch_overlay.core.outcomes import RunStatus  # noqa: E402
 from torch_overlay.core.project import Project  # noqa: E402
 from torch_overlay.core.shards import estimates  # noqa: E402
+from torch_overlay.fork.series import TEST_DIR  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
 from torch_overlay.proofs.testrun import PYTEST_USAGE, TIERS, Counts, pytest_command, read_counts, test_env  # noqa: E402
 
@@ -187,7 +188,7 @@ def discover(test_root: Path, tree_root: Path | None) -> dict[str, Suite]:
     for path in sorted((test_root / OPENREG_TESTS).glob("test_*.py")):
         found.append(_suite(path, test_root, "openreg"))
     if tree_root is not None:
-        tree_tests = tree_root / "test"
+        tree_tests = tree_root / TEST_DIR
         for path in sorted(tree_tests.rglob("test_*.py")):
             if "__pycache__" not in path.parts:
                 found.append(_suite(path, tree_tests, "tree"))

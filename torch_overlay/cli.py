@@ -378,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        project = Project.discover(Path.cwd()) if (Path.cwd() / "overlay.toml").exists() else Project.discover()
+        here = Project.at(Path.cwd())
+        project = here if here.pin_file.exists() else Project.discover()
     except FileNotFoundError as e:
         raise OverlayError(f"{e}: run the command inside a torch-overlay checkout") from None
     return args.run(project, load_pin(project.pin_file), args)

@@ -151,9 +151,9 @@ class TestDefinitions(unittest.TestCase):
     """Torch-free: each claim, part and program is defined once, where the tables and runs find it."""
 
     def test_each_target_states_its_limit_as_it_checks_it(self) -> None:
-        self.assertEqual(SUITE_WALL.shown, "<= 20 min")
+        self.assertEqual(SUITE_WALL.shown, "<= 30 min")
         self.assertEqual(SUITE_WALL.check(320.4).to_json(), {"name": "suite wall time (s)", "value": 320.4,
-                                                             "op": "<=", "limit": 1200, "ok": True})
+                                                             "op": "<=", "limit": 1800, "ok": True})
         self.assertEqual(WHEEL_SPEEDUP.shown, ">= 10x")
         self.assertFalse(WHEEL_SPEEDUP.check(9.9).ok)
         self.assertEqual(TRAINING_EQUAL.shown, "equal to eager")

@@ -25,7 +25,7 @@ def parse_suite_output(output: str) -> list[Json]:
 def measure(ws: Workspace, options: BenchOptions) -> Measured:
     project = ws.project
     log("suite: python test/run_test.py --keep-going (this takes a while)")
-    cmd = [sys.executable, str(project.root / "test" / "run_test.py"), "--keep-going"]
+    cmd = [sys.executable, str(project.test_dir / "run_test.py"), "--keep-going"]
     seconds, proc = timed(lambda: subprocess.run(cmd, cwd=project.root, capture_output=True, text=True))
     files = parse_suite_output(proc.stdout)
     part: Json = {

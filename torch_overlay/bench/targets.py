@@ -117,5 +117,6 @@ OPENREG_SINGLE_FILE_COLD_S = 21.8
 OPENREG_COLD = Target("cold build (s)", "<=", round(1.5 * OPENREG_SINGLE_FILE_COLD_S, 1), "s")
 OPENREG_UNCHANGED = Target("unchanged rebuild (s)", "<=", 3, "s")
 
-SUITE_WALL = Target("suite wall time (s)", "<=", 20, "min", per_unit=60)
+# `python test/run_test.py` on 2 quiet cores: CI runs it after a fresh install within its limit.
+SUITE_WALL = Target("suite wall time (s)", "<=", 30, "min", per_unit=60)
 SUITE_EXIT = Target("suite exit status", "==", 0, holds="exit status 0")

@@ -37,11 +37,11 @@ class Workspace:
 
     def new_project(self, name: str, cache: Cache | None = None) -> Project:
         """A project root holding copies of the pin and the series, and nothing built yet."""
-        root = self.root / name
-        root.mkdir(parents=True)
-        shutil.copy2(self.project.pin_file, root / "overlay.toml")
-        shutil.copytree(self.project.patches_dir, root / "patches")
-        return Project.at(root, cache or self.project.cache)
+        project = Project.at(self.root / name, cache or self.project.cache)
+        project.root.mkdir(parents=True)
+        shutil.copy2(self.project.pin_file, project.pin_file)
+        shutil.copytree(self.project.patches_dir, project.patches_dir)
+        return project
 
     def fresh_cache(self, name: str) -> Cache:
         """A cache holding only the (hard-linked) base wheel: the next build extracts it."""
