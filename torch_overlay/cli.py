@@ -108,7 +108,9 @@ def cmd_gate(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 
     results = regressions.run_gate(project, base, args.tier, parts, timeout=args.timeout, jobs=args.jobs,
                                    keep=args.keep, on_part=record_part if args.record else None,
-                                   shard=tuple(args.shard) if args.shard else None)
+                                   shard=tuple(args.shard) if args.shard else None,
+                                   # only kept verdicts need a confirmed "fixed": no such case fails the gate
+                                   confirm_fixes=bool(args.record or args.shard))
     return report_gate(project, pin, regressions.to_record(results, base, series, args.tier), args)
 
 
@@ -266,7 +268,8 @@ def verify_parser(v: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     recorded.add_argument("--shard", nargs=2, type=int, metavar=("I", "N"),
                           help="with one --part: only shard I (1-based) of N of its cases, balanced by recorded "
                                "case durations; --json prints the shard's record for `verify merge`")
-    recorded.add_argument("--record", action="store_true", help="write the results to benchmarks/regressions.json")
+    recorded.add_argument("--record", action="store_true",
+                          help="write the results to benchmarks/regressions.json (fixed cases confirmed by re-runs)")
     gate.add_argument("-j", "--jobs", type=int, default=2, help="run the two sides at once (default: 2)")
     gate.add_argument("--json", action="store_true", help="machine-readable results on stdout")
     gate.add_argument("--keep", action="store_true", help="keep the stock tree for the next run")

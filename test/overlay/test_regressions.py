@@ -62,6 +62,13 @@ class TestArith(unittest.TestCase):
             marker.touch()
             self.fail("first run on stock")
 
+    def test_flaky_like_a_regression(self):  # fails on the overlay; passes on stock the first time only
+        marker = Path(os.environ["FLAKY_DIR"]) / "passed-on-stock"
+        if STOCK and not marker.exists():
+            marker.touch()
+            return
+        self.fail("every run but stock's first")
+
     @unittest.skipUnless(os.environ.get("PYTORCH_TEST_WITH_SLOW") == "1", "full tier only")
     def test_full_tier_only(self):
         self.assertEqual(torch.ops.add(1, 1), 2)
@@ -270,14 +277,18 @@ class TestSyntheticGate(unittest.TestCase):
         (part,) = data["parts"]
         self.assertEqual(part["part"], "differential/test_arith")
         cases = part["cases"]
-        self.assertEqual(case(cases, "test_double")["verdict"], CaseVerdict.FIXED)
         self.assertEqual(case(cases, "test_triple")["verdict"], CaseVerdict.REGRESSED)
         self.assertEqual(case(cases, "test_triple")["stock"], [CaseOutcome.PASSED] * 3)  # re-run, stable
+        # a regression hinges on a re-run of stock: here it fails, so stock was flaky
+        self.assertEqual(case(cases, "test_flaky_like_a_regression")["verdict"], CaseVerdict.FLAKY_STOCK)
         self.assertEqual(case(cases, "test_both_wrong")["verdict"], CaseVerdict.AGREE_FAIL)
-        self.assertEqual(case(cases, "test_flaky_on_stock")["verdict"], CaseVerdict.FLAKY_STOCK)
+        # a case the series seems to fix cannot fail the gate: a check does not re-run it (--record does)
+        self.assertEqual(case(cases, "test_double")["verdict"], CaseVerdict.FIXED)
+        self.assertEqual(case(cases, "test_double")["stock"], [CaseOutcome.FAILED])
+        self.assertEqual(case(cases, "test_flaky_on_stock")["verdict"], CaseVerdict.FIXED)
         self.assertEqual(part["counts"][CaseVerdict.SKIPPED], 1)  # test_full_tier_only, counted but not listed
         self.assertEqual(part["counts"][CaseVerdict.AGREE_PASS], 1)  # test_add, the same
-        self.assertEqual(len(cases), 4)
+        self.assertEqual(len(cases), 5)
         self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 1)
         self.assertFalse(list((self.p.root / "build" / "regressions").glob("stock-*")))  # not kept
 
@@ -286,18 +297,22 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(result.returncode, 1, result.stderr)
         self.assertEqual(data["tier"], "full")
         self.assertEqual(data["parts"][0]["counts"][CaseVerdict.AGREE_PASS], 2)  # test_add and test_full_tier_only
+        # kept verdicts: a "fixed" case is confirmed by re-runs, which show the stock flake for what it is
+        cases = data["parts"][0]["cases"]
+        self.assertEqual(case(cases, "test_double")["stock"], [CaseOutcome.FAILED] * 3)
+        self.assertEqual(case(cases, "test_flaky_on_stock")["verdict"], CaseVerdict.FLAKY_STOCK)
         self.assertEqual(recorded(self.p)["totals"], data["totals"])
 
     def test_table_names_every_case_that_does_not_agree(self) -> None:
         result, data = self.gate()
         table = render(data)
-        self.assertIn("| differential/test_arith | 1 | 1 | 1 | 1 | 1 | 1 |", table)
+        self.assertIn("| differential/test_arith | 1 | 1 | 2 | 1 | 1 | 1 |", table)
         wall = data["parts"][0]["seconds"]
         self.assertGreater(wall, max(run["seconds"] for run in data["parts"][0]["runs"].values()))  # + re-runs
-        self.assertRegex(table, rf"\| total \| 1 \| 1 \| 1 \| 1 \| 1 \| 1 \| +\| +\| {wall / 60:.0f} \|")
+        self.assertRegex(table, rf"\| total \| 1 \| 1 \| 2 \| 1 \| 1 \| 1 \| +\| +\| {wall / 60:.0f} \|")
         self.assertIn("- regressed: `differential/test_arith::TestArith::test_triple` "
                       "(stock passed/passed/passed, overlay failed/failed/failed)", table)
-        self.assertIn("- flaky-on-stock: `differential/test_arith::TestArith::test_flaky_on_stock`", table)
+        self.assertIn("- flaky-on-stock: `differential/test_arith::TestArith::test_flaky_like_a_regression`", table)
 
     def test_a_part_run_merges_into_the_record(self) -> None:
         # A full tier can be recorded part by part: a run of one part replaces that part only.
@@ -437,7 +452,8 @@ class TestShardedGate(unittest.TestCase):
         cls._tmp = tempfile.TemporaryDirectory()
         root = Path(cls._tmp.name)
         cls.p = gate_project(root)
-        whole = run_gate(cls.p, "--part", "test_arith")
+        # kept verdicts, as a shard's are (its fixed cases are confirmed by re-runs)
+        whole = run_gate(cls.p, "--part", "test_arith", "--record")
         assert whole.returncode == 1, whole.stderr  # test_triple regresses
         cls.whole = json.loads(whole.stdout)
         cls.files = []
@@ -468,7 +484,7 @@ class TestShardedGate(unittest.TestCase):
     def test_shards_partition_the_collected_cases(self) -> None:
         parts = [record["parts"][0]["shard"] for record in self.shard_records()]
         collected = parts[0]["collected"]
-        self.assertEqual(len(collected), 6)  # CORPUS's cases, the full-tier one included (skipped here)
+        self.assertEqual(len(collected), 7)  # CORPUS's cases, the full-tier one included (skipped here)
         self.assertTrue(all(part["collected"] == collected for part in parts))
         planned = [case for part in parts for case in part["cases"]]
         self.assertEqual(sorted(planned), collected)  # each case in exactly one shard
@@ -509,7 +525,7 @@ class TestShardedGate(unittest.TestCase):
             p = self.p.copy(Path(tmp))
             collected = self.shard_records()[0]["parts"][0]["shard"]["collected"]
             slow = {case: 1000.0 if case == "TestArith::test_add" else 1.0 for case in collected}
-            (p.root / "benchmarks").mkdir()
+            (p.root / "benchmarks").mkdir(exist_ok=True)
             (p.root / "benchmarks" / "regressions-times.json").write_text(
                 json.dumps({"fast": {"differential/test_arith": slow}}))
             result = run_gate(p, "--part", "test_arith", "--shard", "1", "2")

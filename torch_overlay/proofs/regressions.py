@@ -10,9 +10,14 @@ corpus; here only the two sides' per-case outcomes are compared:
 * fixed: fails on stock, passes on the overlay;
 * regressed: passes on stock every time, fails (or is skipped) on the overlay even once (the
   gate fails: a failure the overlay only sometimes shows is still one stock never shows);
-* flaky: a case whose outcome changed when re-run on the same side (each disagreeing case is
-  re-run `RERUNS` times on both sides); flaky on stock is reported, never counted against the
-  overlay, and never hidden.
+* flaky: a case whose outcome changed when re-run on the same side; flaky on stock is reported,
+  never counted against the overlay, and never hidden.
+
+Re-runs (`RERUNS` more on both sides) go to each case a regression hinges on: stock passed it
+and the overlay did not, so only a re-run can tell a regression from a flake on stock. A run
+whose verdicts are kept (`--record`, or a shard) also re-runs the cases the series seems to fix,
+so that a recorded "fixed" is never a flake on stock; a check (`python test/run_test.py`) does
+not pay for that, since no such case can fail the gate.
 
 A corpus case whose failure is a known upstream bug says so: its failure message starts with
 `[upstream #N]` (after the exception's type, as pytest reports it), and its record (agree-fail or
@@ -228,9 +233,17 @@ def run_sides(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout
         return dict(zip(SIDES, pool.map(one, SIDES), strict=True))
 
 
+def cases_to_rerun(cases: dict[str, CaseResult], confirm_fixes: bool) -> list[str]:
+    """The cases whose sides disagree (neither missing) that need re-runs: each a regression hinges on
+    (stock passed, the overlay did not), and, with `confirm_fixes`, every other one too."""
+    disagreeing = {n: c for n, c in cases.items()
+                   if c.stock != c.overlay and CaseOutcome.MISSING not in c.stock + c.overlay}
+    return [n for n, c in disagreeing.items() if confirm_fixes or c.stock == [CaseOutcome.PASSED]]
+
+
 def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int,
-               shard: Shard | None = None) -> PartResult:
-    """Both sides of `part` (of only `shard`'s cases, if given), then the re-runs."""
+               shard: Shard | None = None, confirm_fixes: bool = True) -> PartResult:
+    """Both sides of `part` (of only `shard`'s cases, if given), then the re-runs (`cases_to_rerun`)."""
     name = part_name(part)
     start = time.monotonic()
     if shard is not None and not shard.cases:
@@ -246,12 +259,11 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
             log.error(f"{name}: {side} timed out after {timeout:.0f} s; the cases it did not reach are "
                       f"missing; see {run.log}")
     cases = merge(runs["stock"], runs["overlay"])
-    disagreeing = [n for n, c in cases.items()
-                   if c.stock != c.overlay and CaseOutcome.MISSING not in c.stock + c.overlay]
-    for attempt in range(1, RERUNS + 1 if disagreeing else 1):
-        log.info(f"  {name}: re-running {len(disagreeing)} disagreeing case(s), attempt {attempt}/{RERUNS}")
-        again = run_sides(part, trees, logs, tier, timeout, jobs, disagreeing, attempt)
-        for n in disagreeing:
+    rerun = cases_to_rerun(cases, confirm_fixes)
+    for attempt in range(1, RERUNS + 1 if rerun else 1):
+        log.info(f"  {name}: re-running {len(rerun)} disagreeing case(s), attempt {attempt}/{RERUNS}")
+        again = run_sides(part, trees, logs, tier, timeout, jobs, rerun, attempt)
+        for n in rerun:
             cases[n].stock.append(again["stock"].outcomes.get(n, CaseOutcome.MISSING))
             cases[n].overlay.append(again["overlay"].outcomes.get(n, CaseOutcome.MISSING))
     result = PartResult(name, cases, runs, round(time.monotonic() - start, 1), shard)
@@ -262,11 +274,12 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
 
 def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, timeout: float | None = None,
              jobs: int = 2, keep: bool = False, on_part: Callable[[PartResult], None] | None = None,
-             shard: tuple[int, int] | None = None) -> list[PartResult]:
+             shard: tuple[int, int] | None = None, confirm_fixes: bool = True) -> list[PartResult]:
     """The given corpus parts (`select_parts`) on both sides; the overlay tree must already hold the
     whole series. `timeout` bounds each side of each part (default: the tier's, `TIMEOUTS`).
     `on_part` sees each part's result as soon as it is known (to record it before a later part
-    can fail). `shard` (I, N): only shard I of N of the one part given."""
+    can fail). `shard` (I, N): only shard I of N of the one part given. `confirm_fixes`: re-run
+    the cases the series seems to fix too (`cases_to_rerun`)."""
     if tier not in TIERS:
         raise OverlayError(f"unknown tier {tier!r}: choose one of {', '.join(TIERS)}")
     if shard is not None and len(parts) != 1:
@@ -279,7 +292,7 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
         for index, part in enumerate(parts, 1):
             log.info(f"[{index}/{len(parts)}] {part_name(part)}")
             planned = None if shard is None else plan_shard(project, part, trees, work / "logs", tier, shard)
-            results.append(check_part(part, trees, work / "logs", tier, timeout, jobs, planned))
+            results.append(check_part(part, trees, work / "logs", tier, timeout, jobs, planned, confirm_fixes))
             if on_part is not None:
                 on_part(results[-1])
     return results
