@@ -30,7 +30,8 @@ overlay, no pytest, OpenReg does not build, pytest itself crashed).
 Hidden options, for the runner's own tests only (test/overlay/test_run_test.py):
 `--test-root DIR` replaces this repository's `test/`, `--tree-root DIR` names the fork tree
 instead of locating it from torch, and `--allow-stock-torch` skips the "is this the overlay"
-check so synthetic suites can run under a stock torch.
+check so synthetic suites can run under a stock torch. A synthetic `test/` compiles nothing, so
+its runs do not check the CPU's vector ISAs for their files (`testrun.vec_isa_env`).
 """
 
 from __future__ import annotations
@@ -62,7 +63,15 @@ from torch_overlay.core.project import Project  # noqa: E402
 from torch_overlay.core.shards import estimates  # noqa: E402
 from torch_overlay.fork.series import TEST_DIR  # noqa: E402
 from torch_overlay.proofs import testrun  # noqa: E402
-from torch_overlay.proofs.testrun import PYTEST_USAGE, TIERS, Counts, pytest_command, read_counts, test_env  # noqa: E402
+from torch_overlay.proofs.testrun import (  # noqa: E402
+    PYTEST_USAGE,
+    TIERS,
+    Counts,
+    pytest_command,
+    read_counts,
+    test_env,
+    vec_isa_env,
+)
 
 PROJECT = Project.discover(REPO_ROOT)
 DEFAULT_TEST_ROOT = PROJECT.test_dir
@@ -284,6 +293,7 @@ class RunOptions:
     openreg_path: Path | None
     xml_dir: Path | None  # --save-xml: keep each file's JUnit XML there
     full: bool  # --tier full: the slow tier too
+    share_vec_isa_check: bool  # several files: the CPU's vector ISAs are checked once for all (testrun.vec_isa_env)
 
 
 def xml_name(suite: Suite) -> str:
@@ -311,7 +321,8 @@ def child_env(suite: Suite, cache_dir: Path, options: RunOptions) -> dict[str, s
         extra.append(options.openreg_path)
     # The installed torch is the one under test: whatever PYTHONPATH holds stays, after these.
     inherited = [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return test_env([*extra, *inherited], cache_dir, tier)
+    isa = vec_isa_env(tuple(inherited)) if options.share_vec_isa_check else {}
+    return test_env([*extra, *inherited], cache_dir, {**isa, **tier})
 
 
 def run_suite(suite: Suite, options: RunOptions) -> Result:
@@ -524,7 +535,8 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     if xml_dir is not None:
         xml_dir.mkdir(parents=True, exist_ok=True)
     options = RunOptions(child_verbose=args.verbose, keywords=tuple(args.keywords), echo=echo,
-                         openreg_path=openreg_path, xml_dir=xml_dir, full=args.tier == "full")
+                         openreg_path=openreg_path, xml_dir=xml_dir, full=args.tier == "full",
+                         share_vec_isa_check=len(selected) > 1 and args.test_root is None)
 
     def on_result(result: Result) -> None:
         report(result, args.verbose, echo)

@@ -472,5 +472,34 @@ class TestClassify(unittest.TestCase):
             self.assertIsNone(runner.read_counts(Path(tmp) / "missing.xml"))
 
 
+
+# The vector ISAs a child process's inductor would use, with the environment it is given.
+PICKED_ISAS = "from torch._inductor.cpu_vec_isa import valid_vec_isa_list; print([str(i) for i in valid_vec_isa_list()])"
+
+
+class TestVecIsaCheck(unittest.TestCase):
+    """The CPU's vector ISAs are checked once per torch for a run's files (`testrun.vec_isa_env`)."""
+
+    def picked(self, env: dict[str, str]) -> str:
+        with tempfile.TemporaryDirectory() as cache:
+            done = subprocess.run([sys.executable, "-c", PICKED_ISAS],
+                                  env=runner.test_env([], Path(cache), env), capture_output=True, text=True)
+        self.assertEqual(done.returncode, 0, done.stderr[-2000:])
+        return done.stdout.strip().splitlines()[-1]
+
+    def test_a_child_told_picks_what_it_would_have_checked(self) -> None:
+        told = runner.vec_isa_env(())
+        self.assertIn(told, ({}, {"TORCHINDUCTOR_VEC_ISA_OK": "1"}))
+        if not told:
+            self.skipTest("an ISA the CPU reports does not build or load here: children check for themselves")
+        self.assertEqual(self.picked(told), self.picked({}))
+
+    def test_a_torch_without_the_check_sets_nothing(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "torch").mkdir()
+            (Path(tmp) / "torch" / "__init__.py").write_text("")
+            self.assertEqual(runner.vec_isa_env((Path(tmp),)), {})
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -15,11 +15,13 @@ cases on every machine, skipped with the reason where CUDA is absent.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
@@ -191,6 +193,47 @@ def test_env(pythonpath: Sequence[Path], cache_dir: Path, extra: Mapping[str, st
     return env
 
 
+# Inductor asks, in every process that compiles for the CPU, whether each vector ISA the CPU
+# reports can be built and loaded: it compiles a probe per ISA and imports torch in a new
+# process to load it, about 10 s of every test process. The answer is the machine's and the
+# compiler's, not the test's: it is asked once per torch here, and where every ISA passes the
+# test processes are told so with inductor's own switch; they then pick the ISA they would have
+# picked, without asking. Where one fails (or the torch has no such check) nothing is set.
+VEC_ISA_OK = "TORCHINDUCTOR_VEC_ISA_OK"
+VEC_ISA_PROBE = """
+import json
+from torch._inductor import config
+from torch._inductor.cpu_vec_isa import valid_vec_isa_list
+checked = [str(isa) for isa in valid_vec_isa_list()]
+valid_vec_isa_list.cache_clear()
+with config.patch({"cpp.vec_isa_ok": True}):
+    assumed = [str(isa) for isa in valid_vec_isa_list()]
+print(json.dumps(checked == assumed))
+"""
+
+
+_VEC_ISA_LOCK = threading.Lock()  # test files start on several threads at once: one probe each torch
+
+
+def vec_isa_env(pythonpath: tuple[Path, ...]) -> dict[str, str]:
+    """`{VEC_ISA_OK: "1"}` where the torch `pythonpath` selects builds and loads every vector ISA
+    the CPU reports (so its test processes need not check again), else nothing."""
+    with _VEC_ISA_LOCK:
+        return _probe_vec_isa(pythonpath)
+
+
+@functools.cache
+def _probe_vec_isa(pythonpath: tuple[Path, ...]) -> dict[str, str]:
+    with tempfile.TemporaryDirectory(prefix="vec-isa-") as scratch:
+        try:
+            done = subprocess.run([sys.executable, "-c", VEC_ISA_PROBE], env=test_env(pythonpath, Path(scratch)),
+                                  capture_output=True, text=True, timeout=600)
+        except subprocess.TimeoutExpired:
+            return {}
+    lines = done.stdout.split()
+    return {VEC_ISA_OK: "1"} if done.returncode == 0 and lines[-1:] == ["true"] else {}
+
+
 def test_devices(inherited: str) -> str:
     """torch's `TORCH_TEST_DEVICES` for a test process: device-generic suites report their CUDA
     variants, run or skipped with the reason, on every machine. torch splits the list on ":"
@@ -228,7 +271,7 @@ def run_pytest(test_path: Path, pythonpath: list[Path], log: Path, timeout: floa
             pythonpath = [*pythonpath, TEST_HOOKS_DIR]
             extra_env = {**(extra_env or {}), CASE_LOG_ENV: str(case_log)}
             plugin = ["-p", CASE_LOG_PLUGIN]
-        env = test_env(pythonpath, cache, extra_env)
+        env = test_env(pythonpath, cache, {**vec_isa_env(tuple(pythonpath)), **(extra_env or {})})
         xml_path = Path(scratch) / "junit.xml"
         targets = [f"{test_path}::{case}" for case in cases] if cases else [str(test_path)]
         # -rfEs: the log says why each case failed or skipped
