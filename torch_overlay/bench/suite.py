@@ -13,6 +13,7 @@ from .targets import SUITE_EXIT, SUITE_WALL, Measured, TargetCheck
 from .workspace import Workspace
 
 SLOWEST = 5
+FAILURE_LINES = 120  # of run_test.py's output, logged when it fails
 _SUITE_LINE = re.compile(r"^(PASSED|FAILED|SKIPPED)\s+(\S+) \((\d+(?:\.\d+)?)s\)\s*$", re.M)
 
 
@@ -28,6 +29,8 @@ def measure(ws: Workspace, options: BenchOptions) -> Measured:
     cmd = [sys.executable, str(project.test_dir / "run_test.py"), "--keep-going"]
     seconds, proc = timed(lambda: subprocess.run(cmd, cwd=project.root, capture_output=True, text=True))
     files = parse_suite_output(proc.stdout)
+    if proc.returncode != 0:  # the record keeps the verdict; the log keeps why
+        log("suite: run_test.py failed; its output ends:\n" + "\n".join(proc.stdout.splitlines()[-FAILURE_LINES:]))
     part: Json = {
         "wall_s": round(seconds, 1), "returncode": proc.returncode, "files": len(files),
         "failed": [f["name"] for f in files if f["status"] == "FAILED"],
