@@ -98,6 +98,8 @@ def cmd_gate(project: Project, pin: Pin, args: argparse.Namespace) -> int:
         if not args.part or len(args.part) != 1:
             raise OverlayError("--shard I N runs one shard of one corpus part: name it with --part NAME")
     parts = regressions.select_parts(project, args.part or ())  # say what is missing before any download
+    if args.record:  # before the run, not after it
+        regressions.check_recordable(regressions.load_record(project), args.tier, regressions.record_name(project))
     base = load_base(project, pin)
     tree.materialise(project, base)
     series = overlay_version(base.version, read_series(project.patches_dir))

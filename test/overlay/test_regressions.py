@@ -9,6 +9,7 @@ on stock may fail on the overlay.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -341,6 +342,26 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertIn(f"- recorded on an earlier series: `differential/test_arith` (series `{arith['series']}`, "
                       f"{arith['date'][:10]})", render(merged))
 
+    def test_a_fast_run_does_not_replace_a_full_record(self) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            p = self.p.copy(Path(tmp))
+            with tempfile.TemporaryDirectory() as flaky:
+                p.tool("verify", "gate", "--tier", "full", "--record", check=False, FLAKY_DIR=flaky)
+            record_file = p.root / "benchmarks" / "regressions.json"
+            full = record_file.read_bytes()
+            logs = Project.at(p.root).gate_dir / "logs"
+            shutil.rmtree(logs, ignore_errors=True)
+            fast = p.tool("verify", "gate", "--record", check=False)
+            self.assertEqual(fast.returncode, 2, fast.stderr)
+            (line,) = fast.stderr.strip().splitlines()
+            self.assertIn("benchmarks/regressions.json holds the full tier's record", line)
+            self.assertEqual(record_file.read_bytes(), full)  # untouched
+            self.assertFalse(logs.exists())  # refused before anything ran
+            with tempfile.TemporaryDirectory() as flaky:
+                checked = p.tool("verify", "gate", check=False, FLAKY_DIR=flaky)  # a fast check records nothing
+            self.assertEqual(checked.returncode, 1, checked.stderr)  # test_triple regresses
+            self.assertEqual(record_file.read_bytes(), full)
+
     def test_a_case_that_kills_its_process_is_crashed_and_the_rest_still_runs(self) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             p = self.p.copy(Path(tmp))
@@ -517,7 +538,7 @@ class TestShardedGate(unittest.TestCase):
         self.assertEqual(record["totals"], self.whole["totals"])
         self.assertNotIn("durations", record["parts"][0])  # they live beside it, by part
         durations = merged_durations(self.files)
-        self.assertEqual(times["fast"]["differential/test_arith"], durations)
+        self.assertEqual(times["tiers"]["fast"]["differential/test_arith"], durations)
         self.assertEqual(sorted(durations), sorted(self.whole["parts"][0]["durations"]))
 
     def test_recorded_durations_size_the_shards(self) -> None:

@@ -332,6 +332,14 @@ def to_record(results: list[PartResult], base: Base, series: str, tier: str) -> 
                       ".".join(map(str, sys.version_info[:3])), [r.to_record(series, date) for r in results])
 
 
+def check_recordable(previous: GateRecord | None, tier: str, record_file: Path) -> None:
+    """A fast run never replaces a full record: the full tier's cases are a superset of the fast
+    tier's, and a record of one tier replaces a record of another whole."""
+    if previous is not None and previous.tier == "full" and tier != "full":
+        raise OverlayError(f"{record_file} holds the full tier's record; a {tier} run would replace it: "
+                           "record the full tier (`verify gate --tier full --record`) or run without --record")
+
+
 def merge_records(previous: GateRecord | None, new: GateRecord) -> GateRecord:
     """A run of some parts replaces those parts in a record of the same tier and base; the other
     parts stay, each with the series and date it ran on (a full tier can be recorded part by part)."""
@@ -396,10 +404,12 @@ def _minutes(seconds: float | None) -> str:
 def record(project: Project, data: GateRecord) -> Path:
     """Merge a run into `Project.gate_record_file` (what the README table is rendered from) and
     its case durations into `Project.case_times_file` (what shards are sized by), atomically."""
+    previous = load_record(project)
+    check_recordable(previous, data.tier, record_name(project))
     durations = {part.part: part.durations for part in data.parts if part.durations is not None}
     records.write(project.case_times_file, load_case_times(project).updated(data.tier, durations).to_json())
     parts = [replace(part, durations=None) for part in data.parts]
-    merged = merge_records(load_record(project), replace(data, parts=parts))
+    merged = merge_records(previous, replace(data, parts=parts))
     records.write(project.gate_record_file, merged.to_json())
     return project.gate_record_file
 
