@@ -104,6 +104,10 @@ class TestRoundTrip(unittest.TestCase):
                 self.assert_round_trip(record)
                 self.assertEqual(json.dumps(record.to_json(), indent=1) + "\n", path.read_text())
 
+    def test_case_times_schema_1_the_bare_mapping_still_loads(self) -> None:
+        times = CaseTimes({"fast": {"differential/test_a": {"T::a": 0.5}}})
+        self.assertEqual(CaseTimes.from_json(times.to_json()["tiers"]), times)
+
     def test_drift_schema_1_the_bare_mapping_still_loads(self) -> None:
         record = DriftRecord({"2.10.0": release_drift()})
         self.assertEqual(DriftRecord.from_json(record.to_json()["releases"]), record)

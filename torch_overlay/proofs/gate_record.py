@@ -205,6 +205,8 @@ class CaseTimes:
     """Each corpus case's recorded duration in seconds, by tier and part (`Project.case_times_file`):
     what the gate's shards are sized by. Written sorted, so a re-recorded part changes its own lines."""
 
+    SCHEMA: ClassVar[int] = 2  # 1: the bare mapping of tiers
+
     tiers: dict[str, dict[str, dict[str, float]]]
 
     def of(self, tier: str, part: str) -> dict[str, float]:
@@ -216,11 +218,10 @@ class CaseTimes:
         return CaseTimes(dict(sorted(dict(self.tiers, **{tier: dict(sorted(parts.items()))}).items())))
 
     def to_json(self) -> dict[str, Any]:
-        return self.tiers
+        return {"schema": self.SCHEMA, "tiers": self.tiers}
 
     @classmethod
     def from_json(cls, data: Any) -> CaseTimes:
-        if not isinstance(data, dict):
-            raise RecordError("not an object of tiers")
-        return cls({tier: {part: _seconds_by_case(parts, part) for part in field(data, tier, dict)}
-                    for tier, parts in data.items()})
+        tiers = data if schema(data, cls.SCHEMA, default=1) == 1 else field(data, "tiers", dict)
+        return cls({tier: {part: _seconds_by_case(parts, part) for part in field(tiers, tier, dict)}
+                    for tier, parts in tiers.items()})
