@@ -25,8 +25,10 @@ def row(measure: str, result: str, recorded: Sequence[TargetCheck] = (), *target
 
 
 def seconds(value: float) -> str:
-    """A duration: one decimal from a second up, two below."""
-    return f"{value:.1f} s" if value >= 1 else f"{value:.2f} s"
+    """A duration: one decimal from a second up, two below, milliseconds below a tenth."""
+    if value >= 1:
+        return f"{value:.1f} s"
+    return f"{value:.2f} s" if value >= 0.1 else f"{value * 1000:.1f} ms"
 
 
 # A chart panel: (title, [slow label, fast label], [slow seconds, fast seconds]).
