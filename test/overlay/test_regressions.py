@@ -293,6 +293,19 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 1)
         self.assertFalse(list((self.p.root / "build" / "regressions").glob("stock-*")))  # not kept
 
+    def test_an_earlier_runs_rerun_logs_are_removed(self) -> None:
+        logs = Project.at(self.p.root).gate_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        stale = logs / "test_arith-overlay-rerun9.log"
+        other = logs / "test_arithmetic-overlay-rerun9.log"  # another part's
+        stale.write_text("an earlier run")
+        other.write_text("an earlier run")
+        result, _ = self.gate()
+        self.assertEqual(result.returncode, 1, result.stderr)  # test_triple regresses: re-runs, new logs
+        self.assertFalse(stale.exists())
+        self.assertTrue(other.exists())
+        self.assertTrue((logs / "test_arith-overlay-rerun1.log").exists())
+
     def test_full_tier_runs_the_slow_cases_and_records_for_the_readme(self) -> None:
         result, data = self.gate("--tier", "full", "--record")
         self.assertEqual(result.returncode, 1, result.stderr)

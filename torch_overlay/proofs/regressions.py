@@ -249,6 +249,8 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     if shard is not None and not shard.cases:
         log.info(f"  {name}: shard {shard.index}/{shard.total} holds no case")
         return PartResult(name, {}, {side: SideRun({}, 0, 0.0, "") for side in SIDES}, 0.0, shard)
+    for stale in logs.glob(f"{part.stem}-*-rerun*.log"):  # an earlier run's re-runs would read as this run's
+        stale.unlink()
     log.info(f"  {name}: stock and overlay ({tier} tier) ...")
     runs = run_sides(part, trees, logs, tier, timeout, jobs, None if shard is None else shard.cases)
     for side, run in runs.items():
