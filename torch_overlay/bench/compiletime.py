@@ -2,7 +2,7 @@
 torchvision's ResNet-18 and transformers' GPT-2, tiny, random init, AdamW, forward/backward and
 `opt.step()` compiled), with a constant learning rate and under OneCycleLR, stock and overlay
 interleaved in every repetition: the first compiled step (wall and CPU seconds: the CPU time of
-the process and of the compilers it waits for is steadier than wall time on a shared machine),
+the process, its compile workers and their compilers is steadier than wall time on a shared machine),
 the steady-state step, and compiles."""
 
 from __future__ import annotations
