@@ -7,7 +7,7 @@ The first step pays for the compiles; the later ones are the steady state. Print
 object: wall and CPU seconds of the first step, median seconds of the steps after the second (the second may
 still compile: e.g. optimizer state appears after the first step), and compiles.
 
-    python first_step.py --model gpt2 --lr constant --steps 8
+    python first_step.py --model gpt2 --lr constant --steps 30
 """
 
 from __future__ import annotations
