@@ -16,6 +16,7 @@ from synthetic import REPO, TempDirMixin, project_with_a_patch
 
 sys.path.insert(0, str(REPO))
 from torch_overlay import bench  # noqa: E402
+from torch_overlay.bench import compiletime  # noqa: E402
 from torch_overlay.bench.chart import chart_panels  # noqa: E402
 from torch_overlay.bench.parts import PARTS  # noqa: E402
 from torch_overlay.bench.results import BenchRecord  # noqa: E402
@@ -164,12 +165,30 @@ class TestDefinitions(unittest.TestCase):
         self.assertEqual(tuple(PARTS), bench.PART_NAMES)
 
     def test_subprocess_programs_are_files(self) -> None:
-        for name in ("compiled_step", "training_loop", "import_torch", "kernel_metrics"):
+        for name in ("compiled_step", "training_loop", "import_torch", "kernel_metrics", "first_step"):
             self.assertTrue((PROGRAMS_DIR / f"{name}.py").is_file(), name)
 
     def test_repeat_below_one_is_refused(self) -> None:
         with self.assertRaisesRegex(OverlayError, "--repeat must be at least 1"):
             bench.BenchOptions(repeat=0)
+
+    def test_compiletime_row_states_both_sides_the_ratios_and_the_pair_spreads(self) -> None:
+        def runs(*timings: tuple[int, float, float, float]) -> list[dict[str, object]]:
+            keys = ("compiles", "first_step_s", "first_step_cpu_s", "steady_step_s")
+            return [{"torch": "2.9.1", **dict(zip(keys, t, strict=True))} for t in timings]
+
+        stock = runs((2, 100.0, 120.0, 0.20), (2, 110.0, 130.0, 0.30))
+        entry = compiletime.compare({"stock": stock, "overlay": runs((2, 101.0, 126.0, 0.21), (2, 112.0, 130.0, 0.27))})
+        part = {"runs": {"resnet18 constant": entry}}
+        [row] = compiletime.rows(part, compiletime.judge("resnet18 constant", "constant", entry))
+        self.assertEqual(row.result, "first step 125.0 s vs 128.0 s CPU (1.024x, pairs 1.00-1.05x; wall 1.014x); "
+                                     "steady step 0.25 s vs 0.24 s (0.960x, pairs 0.90-1.05x); 2 vs 2 compiles")
+        self.assertEqual((row.target, row.met), ("<= 1.05x, <= 1.02x, compiles <= stock", "yes"))
+        # One more compile than stock with a constant lr misses the row, whatever the timings.
+        entry = compiletime.compare({"stock": stock, "overlay": runs((3, 100.0, 120.0, 0.20), (2, 110.0, 130.0, 0.30))})
+        judged = compiletime.judge("gpt2 constant", "constant", entry)
+        [row] = compiletime.rows({"runs": {"gpt2 constant": entry}}, judged)
+        self.assertEqual(row.met, "**no**")
 
 
 if __name__ == "__main__":

@@ -36,16 +36,25 @@ def measure(ws: Workspace, options: BenchOptions) -> Measured:
                 for side, tree in trees.items():  # interleaved: both sides see the same machine state
                     log(f"compiletime {i + 1}/{options.repeat}: {run} on {side}")
                     results[side].append(run_under(tree, args, f"first compiled step ({run})"))
-            entry: Json = {side: _side(runs) for side, runs in results.items()}
-            for key in TIMINGS:
-                entry[f"{key}_overlay_over_stock"] = _ratio(entry["overlay"][key]["median_s"],
-                                                            entry["stock"][key]["median_s"])
-            part["runs"][run] = entry
-            # In _targets' order: first step, steady state, then compiles (constant lr only: not strict).
-            values = [entry["first_step_cpu_s_overlay_over_stock"], entry["steady_step_s_overlay_over_stock"],
-                      max(entry["overlay"]["compiles"]) <= min(entry["stock"]["compiles"])]
-            targets += [target.check(value) for target, value in zip(_targets(run, lr), values, strict=False)]
+            part["runs"][run] = entry = compare(results)
+            targets += judge(run, lr, entry)
     return part, targets
+
+
+def compare(results: dict[str, list[Json]]) -> Json:
+    """One run's entry in results.json: each side's runs of first_step.py summarized, and the
+    overlay / stock ratio of each timing's medians."""
+    entry: Json = {side: _side(runs) for side, runs in results.items()}
+    for key in TIMINGS:
+        entry[f"{key}_overlay_over_stock"] = _ratio(entry["overlay"][key]["median_s"], entry["stock"][key]["median_s"])
+    return entry
+
+
+def judge(run: str, lr: str, entry: Json) -> list[TargetCheck]:
+    """The run's targets, in _targets' order: first step, steady state, then compiles (constant lr only)."""
+    values = [entry["first_step_cpu_s_overlay_over_stock"], entry["steady_step_s_overlay_over_stock"],
+              max(entry["overlay"]["compiles"]) <= min(entry["stock"]["compiles"])]
+    return [target.check(value) for target, value in zip(_targets(run, lr), values, strict=False)]
 
 
 def _side(runs: list[Json]) -> Json:
