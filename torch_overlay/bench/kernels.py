@@ -72,16 +72,23 @@ def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     compiled = [name for name in part["programs"] if name not in part["not_compiled"]]
     optimizers = sum(1 for name in compiled if is_optimizer_step(name))
     stock, overlay = part["totals"]["stock"], part["totals"]["overlay"]
+    extra = part["optimizer_step_extra_bytes"]
+    step_bytes = (f" (an optimizer step reads at most {extra} more bytes: its hyperparameter inputs, 0010)"
+                  if extra > 0 else "")
     return [row(
         f"Inductor output, {len(compiled) - optimizers} in-place programs without aliasing + "
         f"{optimizers} compiled `optim_db` steps (`foreach` both ways; not compiling on a side: "
-        f"{', '.join(part['not_compiled']) or 'none'}): stock vs overlay",
+        f"{', '.join(_steps(part['not_compiled'])) or 'none'}): stock vs overlay",
         f"{stock['kernels']} vs {overlay['kernels']} kernels; {stock['bytes'] / 1024:.1f} vs "
-        f"{overlay['bytes'] / 1024:.1f} KiB accessed; more on the overlay: {len(part['more_on_overlay'])} programs "
-        f"(an optimizer step reads at most {part['optimizer_step_extra_bytes']} more bytes: its learning-rate "
-        "input, 0010)",
+        f"{overlay['bytes'] / 1024:.1f} KiB accessed; more on the overlay: {len(part['more_on_overlay'])} programs"
+        f"{step_bytes}",
         targets, KERNELS_NOT_MORE,
     )]
+
+
+def _steps(names: list[str]) -> list[str]:
+    """Optimizer x foreach, once each: "Muon foreach=False threshold=1 lr=constant" -> "Muon foreach=False"."""
+    return list(dict.fromkeys(name.split(" threshold=")[0] for name in names))
 
 
 def repetitions(part: Json) -> int:
