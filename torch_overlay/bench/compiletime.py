@@ -3,7 +3,13 @@ torchvision's ResNet-18 and transformers' GPT-2, tiny, random init, AdamW, forwa
 `opt.step()` compiled), with a constant learning rate and under OneCycleLR, stock and overlay
 interleaved in every repetition: the first compiled step (wall and CPU seconds: the CPU time of
 the process, its compile workers and their compilers is steadier than wall time on a shared machine),
-the steady-state step, and compiles."""
+the steady-state step, and compiles.
+
+The steady-state target is judged on each run's fastest steady step, not its median: the code
+that runs is the same on both sides for a constant lr, and a run's median still moves about 20 %
+with what else the machine runs (stock's medians spread 7.0-10.5 ms over five runs of GPT-2), while
+the fastest step is the run's cost without that interference (what timeit reports). A cost the
+overlay adds to every step shows in the fastest step as much as in the median; both are recorded."""
 
 from __future__ import annotations
 
@@ -16,11 +22,12 @@ from .workspace import Workspace
 
 MODELS = {"gpt2": "GPT-2 (2 layers, width 64)", "resnet18": "ResNet-18 (32x32 inputs)"}
 LEARNING_RATES = {"constant": "constant lr", "onecycle": "OneCycleLR"}
-# Steps per run. With a constant lr the steps after the second are the steady state: 28 of them, since
-# one compiled step's wall time spreads about 20 % on a shared machine. Under OneCycleLR stock compiles
-# every step (tens of seconds each), so the run stops after 8.
-STEPS = {"constant": 30, "onecycle": 8}
-TIMINGS = ("first_step_s", "first_step_cpu_s", "steady_step_s")  # what first_step.py reports, per run
+# Steps per run. With a constant lr the steps after the second are the steady state: 48 of them, for a
+# fastest step that a quiet moment of the machine measured. Under OneCycleLR stock compiles every step
+# (tens of seconds each), so the run stops after 8.
+STEPS = {"constant": 50, "onecycle": 8}
+# What first_step.py reports, per run
+TIMINGS = ("first_step_s", "first_step_cpu_s", "steady_step_s", "steady_step_min_s")
 
 
 def measure(ws: Workspace, options: BenchOptions) -> Measured:
@@ -52,7 +59,7 @@ def compare(results: dict[str, list[Json]]) -> Json:
 
 def judge(run: str, lr: str, entry: Json) -> list[TargetCheck]:
     """The run's targets, in _targets' order: first step, steady state, then compiles (constant lr only)."""
-    values = [entry["first_step_cpu_s_overlay_over_stock"], entry["steady_step_s_overlay_over_stock"],
+    values = [entry["first_step_cpu_s_overlay_over_stock"], entry["steady_step_min_s_overlay_over_stock"],
               max(entry["overlay"]["compiles"]) <= min(entry["stock"]["compiles"])]
     return [target.check(value) for target, value in zip(_targets(run, lr), values, strict=False)]
 
@@ -63,34 +70,50 @@ def _side(runs: list[Json]) -> Json:
 
 
 def _ratio(overlay: float, stock: float) -> float:
-    return round(overlay / stock, 3) if stock > 0 else float("inf")
+    """Kept to 4 significant digits, not decimals: under OneCycleLR stock's "steady" steps are
+    compiles, and the overlay's step is a few ten-thousandths of one."""
+    return float(f"{overlay / stock:.4g}") if stock > 0 else float("inf")
+
+
+def _times(ratio: float, decimals: int) -> str:
+    """A ratio with `decimals` decimals, or with two significant digits where those would read 0."""
+    return f"{ratio:.{decimals}f}x" if ratio >= 10**-decimals else f"{ratio:.2g}x"
 
 
 def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
     found = []
     for run, entry in part["runs"].items():
         model, lr = run.split(" ", 1)
-        stock, overlay = entry["stock"], entry["overlay"]
         found.append(row(
             f"Compile time, {MODELS[model]}, AdamW + {LEARNING_RATES[lr]}, forward/backward and `opt.step()` "
-            "compiled: first step (CPU), steady-state step, compiles; stock vs overlay (ratios overlay / stock)",
-            f"first step {seconds(stock['first_step_cpu_s']['median_s'])} vs "
-            f"{seconds(overlay['first_step_cpu_s']['median_s'])} CPU "
-            f"({entry['first_step_cpu_s_overlay_over_stock']:.3f}x, {_pair_range(stock, overlay, 'first_step_cpu_s')}; "
-            f"wall {entry['first_step_s_overlay_over_stock']:.3f}x); steady step "
-            f"{seconds(stock['steady_step_s']['median_s'])} vs {seconds(overlay['steady_step_s']['median_s'])} "
-            f"({entry['steady_step_s_overlay_over_stock']:.3f}x, {_pair_range(stock, overlay, 'steady_step_s')}); "
-            f"{max(stock['compiles'])} vs {max(overlay['compiles'])} compiles",
-            targets, *_targets(run, lr),
+            "compiled: first step (CPU), fastest steady-state step (median of runs), compiles; "
+            "stock vs overlay (ratios overlay / stock)",
+            _result(entry), targets, *_targets(run, lr),
         ))
     return found
+
+
+def _result(entry: Json) -> str:
+    stock, overlay = entry["stock"], entry["overlay"]
+
+    def medians(timing: str) -> str:
+        return f"{seconds(stock[timing]['median_s'])} vs {seconds(overlay[timing]['median_s'])}"
+
+    def times(timing: str) -> str:
+        return _times(entry[f"{timing}_overlay_over_stock"], 3)
+
+    return (f"first step {medians('first_step_cpu_s')} CPU ({times('first_step_cpu_s')}, "
+            f"{_pair_range(stock, overlay, 'first_step_cpu_s')}; wall {times('first_step_s')}); "
+            f"fastest steady step {medians('steady_step_min_s')} ({times('steady_step_min_s')}, "
+            f"{_pair_range(stock, overlay, 'steady_step_min_s')}; medians {times('steady_step_s')}); "
+            f"{max(stock['compiles'])} vs {max(overlay['compiles'])} compiles")
 
 
 def _pair_range(stock: Json, overlay: Json, timing: str) -> str:
     """The spread of a timing's overlay / stock ratio over the repetitions: each pair of runs ran back
     to back, so the spread is the machine's noise that a ratio of medians hides."""
     pairs = [o / s for s, o in zip(stock[timing]["runs_s"], overlay[timing]["runs_s"], strict=True) if s > 0]
-    return f"pairs {min(pairs):.2f}-{max(pairs):.2f}x" if pairs else "no pairs"
+    return f"pairs {_times(min(pairs), 2)[:-1]}-{_times(max(pairs), 2)}" if pairs else "no pairs"
 
 
 def _targets(run: str, lr: str) -> list[Target]:
