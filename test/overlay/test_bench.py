@@ -210,5 +210,6 @@ class TestDefinitions(unittest.TestCase):
         [row] = compiletime.rows({"runs": {"gpt2 onecycle": entry}}, judged)
         self.assertIn("(0.00042x, pairs 0.00042-0.00042x; medians 0.00042x)", row.result)
 
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,11 +5,13 @@ interleaved in every repetition: the first compiled step (wall and CPU seconds: 
 the process, its compile workers and their compilers is steadier than wall time on a shared machine),
 the steady-state step, and compiles.
 
-The steady-state target is judged on each run's fastest steady step, not its median: the code
-that runs is the same on both sides for a constant lr, and a run's median still moves about 20 %
-with what else the machine runs (stock's medians spread 7.0-10.5 ms over five runs of GPT-2), while
-the fastest step is the run's cost without that interference (what timeit reports). A cost the
-overlay adds to every step shows in the fastest step as much as in the median; both are recorded."""
+The steady-state target is judged on each run's fastest steady step, not its median: a run's
+median moves with what else the machine runs during the run's steps (stock's medians spread
+7.0-10.5 ms over five runs of GPT-2), and the fastest step is the run's cost without that
+interference (what timeit reports). A cost the overlay adds to every step shows in the fastest step
+as much as in the median; both are recorded. Between runs, the fastest steps still spread 15-40 %
+on this machine (pairs of the 2026-11-28 record 0.62-1.41x), so five pairs bound the steady state
+only coarsely (ResNet-18's generated forward/backward code is byte-identical on both sides)."""
 
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ from .workspace import Workspace
 
 MODELS = {"gpt2": "GPT-2 (2 layers, width 64)", "resnet18": "ResNet-18 (32x32 inputs)"}
 LEARNING_RATES = {"constant": "constant lr", "onecycle": "OneCycleLR"}
-# Steps per run. With a constant lr the steps after the second are the steady state: 48 of them, for a
-# fastest step that a quiet moment of the machine measured. Under OneCycleLR stock compiles every step
+# Steps per run. With a constant lr the steps after the second are the steady state: 48 of them, so
+# that the fastest is a step no other work on the machine slowed. Under OneCycleLR stock compiles every step
 # (tens of seconds each), so the run stops after 8.
 STEPS = {"constant": 50, "onecycle": 8}
 # What first_step.py reports, per run
