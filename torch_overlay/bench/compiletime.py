@@ -77,9 +77,9 @@ def _ratio(overlay: float, stock: float) -> float:
     return float(f"{overlay / stock:.4g}") if stock > 0 else float("inf")
 
 
-def _times(ratio: float, decimals: int) -> str:
+def _digits(ratio: float, decimals: int) -> str:
     """A ratio with `decimals` decimals, or with two significant digits where those would read 0."""
-    return f"{ratio:.{decimals}f}x" if ratio >= 10**-decimals else f"{ratio:.2g}x"
+    return f"{ratio:.{decimals}f}" if ratio >= 10**-decimals else f"{ratio:.2g}"
 
 
 def rows(part: Json, targets: list[TargetCheck]) -> list[Row]:
@@ -102,7 +102,7 @@ def _result(entry: Json) -> str:
         return f"{seconds(stock[timing]['median_s'])} vs {seconds(overlay[timing]['median_s'])}"
 
     def times(timing: str) -> str:
-        return _times(entry[f"{timing}_overlay_over_stock"], 3)
+        return f"{_digits(entry[f'{timing}_overlay_over_stock'], 3)}x"
 
     return (f"first step {medians('first_step_cpu_s')} CPU ({times('first_step_cpu_s')}, "
             f"{_pair_range(stock, overlay, 'first_step_cpu_s')}; wall {times('first_step_s')}); "
@@ -115,7 +115,7 @@ def _pair_range(stock: Json, overlay: Json, timing: str) -> str:
     """The spread of a timing's overlay / stock ratio over the repetitions: each pair of runs ran back
     to back, so the spread is the machine's noise that a ratio of medians hides."""
     pairs = [o / s for s, o in zip(stock[timing]["runs_s"], overlay[timing]["runs_s"], strict=True) if s > 0]
-    return f"pairs {_times(min(pairs), 2)[:-1]}-{_times(max(pairs), 2)}" if pairs else "no pairs"
+    return f"pairs {_digits(min(pairs), 2)}-{_digits(max(pairs), 2)}x" if pairs else "no pairs"
 
 
 def _targets(run: str, lr: str) -> list[Target]:
