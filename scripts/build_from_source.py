@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     project = Project.discover(args.project)
     checkout = args.checkout.resolve()
     try:
-        pin = load_pin(project.pin_file)
+        pin = load_pin(project.pin_file, project.base)
         patches = read_series(project.patches_dir)
         check_checkout(checkout)
         if check_revision(checkout, pin.revision, patches):

@@ -17,7 +17,7 @@ from .bench import CHART_FILE, DEFAULT_PARTS, PART_NAMES, RESULTS_FILE, BenchOpt
 from .bench.report import render_table
 from .core import log
 from .core.errors import TOOL_BROKE, OverlayError
-from .core.project import CACHE_ENV, Project
+from .core.project import BASE_ENV, CACHE_ENV, PIN_FILE, Project
 from .fork import status, tree
 from .fork.series import overlay_version, read_series
 from .pinning import base as base_mod
@@ -147,6 +147,16 @@ def report_gate(project: Project, pin: Pin, data: GateRecord, args: argparse.Nam
     return 1 if failed or incomplete or missing else 0
 
 
+def cmd_roll(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    from .fork import roll
+
+    new = project.with_base(args.onto)
+    result = roll.roll(project, load_base(project, pin), new, load_base(new, load_pin(new.pin_file, new.base)),
+                       force=args.force)
+    print(roll.render(result))
+    return 0 if result.stopped is None else 1
+
+
 def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     from . import stage
 
@@ -185,7 +195,8 @@ DEBUG_ENV = "TORCH_OVERLAY_DEBUG"
 EPILOG = f"""\
 exit status:
   0  success
-  1  a check failed: a patch's proof, a regression, a test, an out-of-date README table
+  1  a check failed: a patch's proof, a regression, a test, an out-of-date README table,
+     a roll that stopped on a conflict
   2  usage or input error: bad arguments, overlay.toml, series or a patch, or the tree holds
      work the command would lose (the message names it and the way out)
   3  the tool or its environment broke: git/cmake/compiler missing, download failed, disk full,
@@ -201,6 +212,8 @@ def parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--debug", action="store_true", help="print a traceback with any error")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr, only failures")
+    p.add_argument("--base", metavar="VERSION",
+                   help=f"the base to work on, e.g. 2.15.0 (default: ${BASE_ENV}, else overlay.toml's default-base)")
     sub = p.add_subparsers(dest="command", required=True)
     fetch = sub.add_parser("fetch", help="download and verify the pinned base wheel")
     fetch.add_argument("--tag", help="wheel tag to fetch (default: this interpreter's)")
@@ -228,6 +241,10 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--keep", action="store_true", help="keep a release target's download for the next run")
     timeout_option(st)
     st.set_defaults(run=cmd_stage)
+    ro = sub.add_parser("roll", help="apply the base's series onto another base (three-way), patch by patch")
+    ro.add_argument("--onto", required=True, metavar="VERSION", help="the base to roll onto (pinned in overlay.toml)")
+    ro.add_argument("--force", action="store_true", help="discard uncommitted or unexported work in its tree")
+    ro.set_defaults(run=cmd_roll)
     r = sub.add_parser("readme", help="rewrite the tables in README.md and benchmarks/README.md from the series "
                                       "and the records in benchmarks/")
     r.add_argument("--check", action="store_true", help="only check that every table is up to date")
@@ -382,9 +399,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.base:  # what the tool runs (pip's build backend, bench workers, tests) works on it too
+        os.environ[BASE_ENV] = args.base
+    here = Path.cwd()
     try:
-        here = Project.at(Path.cwd())
-        project = here if here.pin_file.exists() else Project.discover()
+        project = Project.at(here) if (here / PIN_FILE).exists() else Project.discover()
     except FileNotFoundError as e:
         raise OverlayError(f"{e}: run the command inside a torch-overlay checkout") from None
-    return args.run(project, load_pin(project.pin_file), args)
+    return args.run(project, load_pin(project.pin_file, project.base), args)

@@ -21,6 +21,15 @@ import zipfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def repo_build_dir() -> Path:
+    """This checkout's build directory for the base the run installed (`build/<version>/`)."""
+    sys.path.insert(0, str(REPO))
+    from torch_overlay.core.project import Project
+
+    return Project.discover(REPO).build_dir
+
 TAG = "cp{0}{1}-cp{0}{1}-manylinux_2_28_x86_64".format(*sys.version_info[:2])
 VERSION = "2.9.1"
 REVISION = "5811a8d7da873dd699ff6687092c225caffcf1bb"
@@ -101,35 +110,57 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def pin_table(version: str, revision: str, wheels: dict[str, str]) -> str:
+    """A base's `[bases."VERSION"]` table of overlay.toml: its revision and wheel tag = sha256."""
+    listed = "".join(f'"{tag}" = "{sha}"\n' for tag, sha in wheels.items())
+    return f'[bases."{version}"]\nrevision = "{revision}"\n\n[bases."{version}".wheels]\n{listed}\n'
+
+
 class SyntheticProject:
-    """A project root (pin + patches/) and a cache dir holding a synthetic base wheel."""
+    """A project root (pin + patches/<version>/) and a cache dir holding a synthetic base wheel."""
 
     def __init__(self, root: Path, extra: dict[str, bytes] | None = None, tag: str = TAG) -> None:
         self.root = root / "project"
         self.cache = root / "cache"
         self.tag = tag  # another platform's tag: drive the tool through its API, not this interpreter
-        (self.root / "patches").mkdir(parents=True)
-        (self.root / "patches" / "series").write_text("")
+        self.patches_dir.mkdir(parents=True)
+        (self.patches_dir / "series").write_text("")
         self.wheel = make_wheel(self.cache / "wheels", extra, tag)
+        self.extra_bases = ""  # the pin tables of other bases (`add_base`)
         self.write_pin(sha256(self.wheel))
 
-    def copy(self, dest: Path) -> "SyntheticProject":
+    def copy(self, dest: Path) -> SyntheticProject:
         """The same project and cache under `dest` (cheaper than building a prepared tree again)."""
         clone = object.__new__(SyntheticProject)
         clone.root, clone.cache = dest / "project", dest / "cache"
         clone.wheel = clone.cache / self.wheel.relative_to(self.cache)
+        clone.tag, clone.extra_bases = self.tag, self.extra_bases
         shutil.copytree(self.root, clone.root, symlinks=True)
         shutil.copytree(self.cache, clone.cache, symlinks=True)
         return clone
 
     def write_pin(self, sha: str) -> None:
         (self.root / "overlay.toml").write_text(
-            f'[base]\nversion = "{VERSION}"\nrevision = "{REVISION}"\n\n[base.wheels]\n"{self.tag}" = "{sha}"\n'
+            f'default-base = "{VERSION}"\n\n' + pin_table(VERSION, REVISION, {self.tag: sha}) + self.extra_bases
         )
+
+    def add_base(self, version: str, sources: dict[str, bytes], revision: str = "0" * 40) -> None:
+        """Pin a second base: a synthetic wheel of `version` holding `sources`."""
+        wheel = make_wheel(self.cache / "wheels", tag=self.tag, version=version, sources=sources)
+        self.extra_bases += pin_table(version, revision, {self.tag: sha256(wheel)})
+        self.write_pin(sha256(self.wheel))
+
+    @property
+    def patches_dir(self) -> Path:
+        return self.root / "patches" / VERSION
+
+    @property
+    def build_dir(self) -> Path:
+        return self.root / "build" / VERSION
 
     @property
     def tree(self) -> Path:
-        return self.root / "build" / "tree"
+        return self.build_dir / "tree"
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ, TORCH_OVERLAY_CACHE=str(self.cache), PYTHONPATH=str(REPO))
@@ -170,7 +201,7 @@ class SyntheticProject:
         self.git("commit", "-q", "-m", message)
 
     def series(self) -> list[str]:
-        return (self.root / "patches" / "series").read_text().split()
+        return (self.patches_dir / "series").read_text().split()
 
 
 def project_with_a_patch(root: Path) -> SyntheticProject:

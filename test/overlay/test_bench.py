@@ -49,7 +49,7 @@ class BenchTestCase(TempDirMixin, unittest.TestCase):
         super().setUp()
         self.p = project_with_a_patch(self.tmp)
         self.project = Project.at(self.p.root, Cache(self.p.cache))
-        self.pin = load_pin(self.project.pin_file)
+        self.pin = load_pin(self.project.pin_file, self.project.base)
 
     def measure(self, parts: list[str], repeat: int = 1) -> dict:
         """The measured parts, as `bench --json` prints them."""

@@ -193,7 +193,7 @@ class TestSdist(BackendTestBase):
             tar.extractall(self.tmp / "unpacked", filter="data")
         prefix = first.removesuffix(".tar.gz")
         patch = self.p.series()[0]
-        for needed in ("PKG-INFO", "pyproject.toml", "overlay.toml", "patches/series", f"patches/{patch}",
+        for needed in ("PKG-INFO", "pyproject.toml", "overlay.toml", "patches/2.9.1/series", f"patches/2.9.1/{patch}",
                        "torch_overlay/artifacts/build_backend.py", "torch_overlay/artifacts/wheel.py"):
             self.assertIn(f"{prefix}/{needed}", names)
         self.assertFalse(any("/build/" in name or "__pycache__" in name for name in names), names)

@@ -95,13 +95,13 @@ class TestUsageAndInput(CliTestCase):
                 self.assertIn(f"`verify {flag}` is now `{new}`", result.stderr)
 
     def test_malformed_pin_names_file_and_line(self) -> None:
-        (self.p.root / "overlay.toml").write_text('[base]\nversion = "2.9.1"\nrevision = \n')
+        (self.p.root / "overlay.toml").write_text('default-base = "2.9.1"\n[bases."2.9.1"]\nrevision = \n')
         stderr = self.fails(2, "tree")
         self.assertIn("overlay.toml", stderr)
         self.assertIn("line 3", stderr)
 
     def test_malformed_series_names_file_and_line(self) -> None:
-        (self.p.root / "patches" / "series").write_text("# comment\n0001-missing.patch\n")
+        (self.p.patches_dir / "series").write_text("# comment\n0001-missing.patch\n")
         stderr = self.fails(2, "tree")
         self.assertIn("series:2: '0001-missing.patch' is not an existing NNNN-slug.patch file", stderr)
 

@@ -44,7 +44,8 @@ def path_tokens(text: str) -> Iterator[str]:
 
 
 def fork_tree_files(repo: Path) -> frozenset[str]:
-    return frozenset(name for patch in read_series(repo / "patches") for name in patch.files)
+    series = [p for base in sorted((repo / "patches").iterdir()) if base.is_dir() for p in read_series(base)]
+    return frozenset(name for patch in series for name in patch.files)
 
 
 def exists(repo: Path, token: str) -> bool:

@@ -23,6 +23,7 @@ from synthetic import (
     REPO,
     SyntheticProject,
     TemplateProjectTestCase,
+    repo_build_dir,
     sha256,
     wait_for_line,
 )
@@ -60,7 +61,7 @@ class FaultTestCase(TemplateProjectTestCase):
         p.commit_files({"torch/arith.py": "def double(x):\n    return x + x\n", "test/arith/test_double.py": DOUBLE_TEST},
                        "[arith] Fix double")
         p.tool("export")
-        shutil.rmtree(p.root / "build")
+        shutil.rmtree(p.build_dir)
         p.tool("tree")  # `git am` commits hash the same on every build: the reference
         cls.head = p.git("rev-parse", "HEAD").strip()
         cls.tree_digest = digest(p.tree)
@@ -75,35 +76,35 @@ class FaultTestCase(TemplateProjectTestCase):
         self.assertEqual(self.p.git("status", "--porcelain"), "")
         self.assertEqual(digest(self.p.tree), self.tree_digest)
         self.p.git("fsck", "--strict", "--no-dangling")  # raises on any fault in the repository
-        self.assertEqual(leftovers(self.p.root / "build", self.p.cache, self.p.root / "patches"), [])
+        self.assertEqual(leftovers(self.p.build_dir, self.p.cache, self.p.patches_dir), [])
 
 
 class TestKilledAndRecovered(FaultTestCase):
     def test_mid_extraction(self) -> None:
         shutil.rmtree(self.p.cache / "base")
-        shutil.rmtree(self.p.root / "build")
+        shutil.rmtree(self.p.build_dir)
         self.kill_at("extract:3", "tree")
         self.assertTrue(any((self.p.cache / "base").glob("*.partial")))
         self.p.tool("tree")
         self.assert_recovered()
 
     def test_mid_tree_population(self) -> None:
-        shutil.rmtree(self.p.root / "build")
+        shutil.rmtree(self.p.build_dir)
         self.kill_at("populate:5", "tree")
-        self.assertTrue((self.p.root / "build" / ".tree.partial").exists())
+        self.assertTrue((self.p.build_dir / ".tree.partial").exists())
         self.assertFalse(self.p.tree.exists())
         self.p.tool("tree")
         self.assert_recovered()
 
     def test_after_two_patches_committed_but_not_recorded(self) -> None:
-        shutil.rmtree(self.p.root / "build")
+        shutil.rmtree(self.p.build_dir)
         self.kill_at("apply:2", "tree")
         self.assertEqual(self.p.git("log", "-1", "--format=%s").strip(), "[mod] Bump mod1")
         self.p.tool("tree")  # the unrecorded commit is the tool's own: no lost-work refusal
         self.assert_recovered()
 
     def test_interrupted_rebuild_over_a_complete_tree(self) -> None:
-        (self.p.root / "patches" / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:2]))
+        (self.p.patches_dir / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:2]))
         self.kill_at("apply:1", "tree")
         export = self.p.tool("export", check=False)  # a half-built tree must not become the series
         self.assertEqual(export.returncode, 2)
@@ -118,18 +119,18 @@ class TestKilledAndRecovered(FaultTestCase):
         self.kill_at("export:1", "export")
         self.assertEqual(self.p.series(), before)  # the series file is replaced in one step
         self.kill_at("export:5", "export")  # the new series is written, the stale file not removed
-        self.assertIn(before[3], [p.name for p in (self.p.root / "patches").iterdir()])
+        self.assertIn(before[3], [p.name for p in (self.p.patches_dir).iterdir()])
         self.p.tool("export")
         series = self.p.series()
         self.assertEqual(series[3], "0004-arith-Fix-double-reworded.patch")
-        on_disk = sorted(p.name for p in (self.p.root / "patches").glob("*.patch"))
+        on_disk = sorted(p.name for p in (self.p.patches_dir).glob("*.patch"))
         self.assertEqual(on_disk, sorted(series))  # the stale name is gone
-        exported = {n: (self.p.root / "patches" / n).read_bytes() for n in series}
-        shutil.rmtree(self.p.root / "build")  # and the series rebuilds byte-stably
+        exported = {n: (self.p.patches_dir / n).read_bytes() for n in series}
+        shutil.rmtree(self.p.build_dir)  # and the series rebuilds byte-stably
         self.p.tool("tree")
         self.p.tool("export")
-        self.assertEqual({n: (self.p.root / "patches" / n).read_bytes() for n in self.p.series()}, exported)
-        self.assertEqual(leftovers(self.p.root / "build", self.p.root / "patches"), [])
+        self.assertEqual({n: (self.p.patches_dir / n).read_bytes() for n in self.p.series()}, exported)
+        self.assertEqual(leftovers(self.p.build_dir, self.p.patches_dir), [])
 
     def test_mid_wheel_write(self) -> None:
         out = self.tmp / "dist"
@@ -158,7 +159,7 @@ class TestKilledAndRecovered(FaultTestCase):
 
 class TestOpenRegKilled(unittest.TestCase):
     def test_killed_after_configuring_then_rebuilt(self) -> None:
-        build_dir = REPO / "build" / "openreg"  # the runner's build: configured before the suites run
+        build_dir = repo_build_dir() / "openreg"  # the runner's build: configured before the suites run
         if not (build_dir / "build.ninja").exists():
             self.skipTest("OpenReg is not built here yet (test/run_test.py builds it first)")
         import torch
@@ -200,7 +201,7 @@ class TestConcurrency(FaultTestCase):
 
     def test_two_editable_installs_at_once_prepare_one_tree(self) -> None:
         """The hook `pip install -e .` calls (build_editable), from two venvs at once: one waits."""
-        shutil.rmtree(self.p.root / "build")
+        shutil.rmtree(self.p.build_dir)
         shutil.rmtree(self.p.cache / "base")
         hook = "import sys; from torch_overlay.artifacts.build_backend import build_editable; print(build_editable(sys.argv[1]))"
         out_dirs = [self.tmp / name for name in ("venv-a", "venv-b")]
@@ -219,7 +220,7 @@ class TestConcurrency(FaultTestCase):
         self.assert_recovered()
 
     def test_two_builds_at_once_one_waits(self) -> None:
-        shutil.rmtree(self.p.root / "build")
+        shutil.rmtree(self.p.build_dir)
         first = self.stopped_at("apply:2", "tree")
         second = self.start("tree")
         waited = wait_for_line(second, "waiting for")
@@ -231,7 +232,7 @@ class TestConcurrency(FaultTestCase):
         self.assert_recovered()
 
     def test_wheel_while_the_tree_rebuilds_waits_and_builds_the_new_series(self) -> None:
-        (self.p.root / "patches" / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:2]))
+        (self.p.patches_dir / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:2]))
         rebuild = self.stopped_at("apply:1", "tree")
         out = self.tmp / "dist"
         wheel = self.start("wheel", "-o", str(out))
@@ -246,7 +247,7 @@ class TestConcurrency(FaultTestCase):
 
     def test_verify_while_the_tree_rebuilds_waits_then_proves_the_new_series(self) -> None:
         series = self.p.series()
-        (self.p.root / "patches" / "series").write_text(f"{series[0]}\n{series[3]}\n")
+        (self.p.patches_dir / "series").write_text(f"{series[0]}\n{series[3]}\n")
         rebuild = self.stopped_at("apply:1", "tree")
         verify = self.start("verify", "patches", "--json")
         wait_for_line(verify, "waiting for")

@@ -42,7 +42,7 @@ class TestNoCommandLosesWork(TemplateProjectTestCase):
 
     def drop_last_patch(self) -> None:
         """Change the series, so that `tree` has a rebuild to do."""
-        (self.p.root / "patches" / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:-1]))
+        (self.p.patches_dir / "series").write_text("".join(f"{n}\n" for n in self.p.series()[:-1]))
 
     # -- the states ---------------------------------------------------------------------------
 
@@ -61,7 +61,7 @@ class TestNoCommandLosesWork(TemplateProjectTestCase):
         return ["torch/draft.py"]
 
     def failed_apply_being_fixed(self) -> list[str]:
-        second = self.p.root / "patches" / self.p.series()[1]
+        second = self.p.patches_dir / self.p.series()[1]
         second.write_text(second.read_text().replace("-    return a + b", "-    return a - b"))
         self.assertEqual(self.p.tool("tree", "--force", check=False).returncode, 2)
         ops = self.p.tree / "torch/ops.py"
@@ -69,7 +69,7 @@ class TestNoCommandLosesWork(TemplateProjectTestCase):
         return ["git am", second.name]
 
     def mid_git_am_continued(self) -> list[str]:
-        second = self.p.root / "patches" / self.p.series()[1]
+        second = self.p.patches_dir / self.p.series()[1]
         second.write_text(second.read_text().replace("-    return a + b", "-    return a - b"))
         self.assertEqual(self.p.tool("tree", "--force", check=False).returncode, 2)
         ops = self.p.tree / "torch/ops.py"

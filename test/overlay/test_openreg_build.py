@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import torch
-from synthetic import REPO
+from synthetic import REPO, repo_build_dir
 from torch.testing._internal.common_utils import TestCase, run_tests
 
 TORCH_DIR = Path(torch.__file__).resolve().parent
@@ -63,7 +63,7 @@ class TestOpenRegBuildErrors(TestCase):
 
 class TestOpenRegRebuild(TestCase):
     def test_unchanged_rebuild_has_no_work_to_do(self) -> None:
-        build_dir = REPO / "build" / "openreg"  # the runner's build: already up to date
+        build_dir = repo_build_dir() / "openreg"  # the runner's build: already up to date
         env = dict(os.environ, PYTHONPATH=str(REPO))
         first = build(build_dir, env)
         self.assertEqual(first.returncode, 0, first.stderr)

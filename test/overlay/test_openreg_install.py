@@ -11,10 +11,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from synthetic import REPO
+from synthetic import repo_build_dir
 from torch.testing._internal.common_utils import TestCase, run_tests
 
-STAGING = REPO / "build" / "openreg" / "python"
+STAGING = repo_build_dir() / "openreg" / "python"
 
 
 def run_python(code: str, **extra: str) -> subprocess.CompletedProcess[str]:

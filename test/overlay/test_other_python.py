@@ -28,7 +28,7 @@ from torch_overlay.pinning.pin import load_pin  # noqa: E402
 FULL_TIER = os.environ.get("TORCH_OVERLAY_TEST_TIER") == "full"
 OTHER_VERSION = "3.12"
 PROJECT = Project.discover(REPO)
-VERSION = overlay_version(load_pin(PROJECT.pin_file).version, read_series(PROJECT.patches_dir))
+VERSION = overlay_version(load_pin(PROJECT.pin_file, PROJECT.base).version, read_series(PROJECT.patches_dir))
 TIMEOUT = 3600
 
 

@@ -93,7 +93,7 @@ class TestVerify(unittest.TestCase):
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         row = next(line for line in result.stdout.splitlines() if line.startswith("0001"))
         self.assertEqual(row.split()[1:], ["fail", "1/2", "pass", "2/2", "ok"])
-        self.assertFalse(any((self.p.root / "build" / "verify").glob("stock-*")))
+        self.assertFalse(any((self.p.build_dir / "verify").glob("stock-*")))
 
     def test_test_passing_on_stock_fails_verify_and_names_the_patch(self) -> None:
         self.add_fix()
@@ -117,7 +117,7 @@ class TestVerify(unittest.TestCase):
         self.assertEqual([r["outcome"] for r in patch["stock"]], ["fail"])
         self.assertEqual([r["outcome"] for r in patch["overlay"]], ["pass"])
         # --keep: the stock tree stays, made of hard links into the cache, without test files.
-        stock = self.p.root / "build" / "verify" / "stock-2.9.1"
+        stock = self.p.build_dir / "verify" / "stock-2.9.1"
         cached = next((self.p.cache / "base").glob("*/torch/arith.py"))
         self.assertEqual((stock / "torch/arith.py").stat().st_ino, cached.stat().st_ino)
         self.assertFalse((stock / "test").exists())

@@ -24,7 +24,7 @@ from torch_overlay.pinning.base import wheel_path  # noqa: E402
 from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
 PROJECT = Project.discover(REPO)
-PIN = load_pin(PROJECT.pin_file)
+PIN = load_pin(PROJECT.pin_file, PROJECT.base)
 PATCHES = read_series(PROJECT.patches_dir)
 # This interpreter's base wheel: the cache may hold the pinned wheels of other Pythons too.
 BASE_WHEEL = wheel_path(PROJECT.cache, PIN, PIN.wheel_for_this_interpreter())

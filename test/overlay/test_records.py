@@ -132,7 +132,7 @@ class TestUnreadableRecords(unittest.TestCase):
 
     def setUp(self) -> None:
         self._tmp = tempfile.TemporaryDirectory()
-        self.project = Project.at(Path(self._tmp.name), Path(self._tmp.name) / "cache")
+        self.project = Project.at(Path(self._tmp.name), Path(self._tmp.name) / "cache", base="2.9.1")
         self.project.records_dir.mkdir()
 
     def tearDown(self) -> None:

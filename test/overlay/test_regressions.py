@@ -291,7 +291,7 @@ class TestSyntheticGate(unittest.TestCase):
         self.assertEqual(part["counts"][CaseVerdict.AGREE_PASS], 1)  # test_add, the same
         self.assertEqual(len(cases), 5)
         self.assertEqual(data["totals"][CaseVerdict.REGRESSED], 1)
-        self.assertFalse(list((self.p.root / "build" / "regressions").glob("stock-*")))  # not kept
+        self.assertFalse(list((self.p.build_dir / "regressions").glob("stock-*")))  # not kept
 
     def test_an_earlier_runs_rerun_logs_are_removed(self) -> None:
         logs = Project.at(self.p.root).gate_dir / "logs"

@@ -64,13 +64,13 @@ class TestReleaseOrder(unittest.TestCase):
         self.assertEqual(readme.first_release_with_fix(DriftRecord(records), Patch(self.tmp / PATCH_FILE)), "2.10.0rc1")
 
     def test_drift_record_keeps_releases_in_order(self) -> None:
-        project = Project.at(self.tmp, Cache(self.tmp / "cache"))
+        project = Project.at(self.tmp, Cache(self.tmp / "cache"), base="2.9.1")
         for version in SHUFFLED:
             path = drift.record(project, drift_entry(version, Drift.STILL_NEEDED))
         self.assertEqual(list(json.loads(path.read_text())["releases"]), RELEASE_ORDER)
 
     def test_a_run_of_some_patches_updates_them_and_keeps_the_others(self) -> None:
-        project = Project.at(self.tmp, Cache(self.tmp / "cache"))
+        project = Project.at(self.tmp, Cache(self.tmp / "cache"), base="2.9.1")
 
         def entry(wheel: str, **verdicts: Drift) -> ReleaseDrift:
             return replace(drift_entry("2.10.0", Drift.STILL_NEEDED, wheel),

@@ -19,9 +19,9 @@ import sys
 import tempfile
 import unittest
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
 from unittest import mock
 
 RUNNER = Path(__file__).resolve().parents[1] / "run_test.py"

@@ -17,6 +17,7 @@ from synthetic import (
     DEV_GIT_ENV,
     DOUBLE_TEST,
     SOURCES,
+    VERSION,
     TAG,
     SyntheticProject,
     TempDirMixin,
@@ -123,7 +124,7 @@ class TestStageOntoCheckout(StageTestCase):
         self.assert_untouched(head)
 
     def test_everything_upstream_makes_no_branch(self) -> None:
-        patches = sorted(str(p) for p in (self.p.root / "patches").glob("*.patch"))
+        patches = sorted(str(p) for p in self.p.patches_dir.glob("*.patch"))
         dev_git(self.checkout, "am", "-q", *patches)
         out = self.tmp / "staged"
         result = self.stage("--onto", str(self.checkout), "-o", str(out))
@@ -214,7 +215,7 @@ class TestAgainstRelease(StageTestCase):
         self.assertEqual(recorded["wheel"]["sha256"], sha256(self.wheel))
         self.assertFalse((self.p.cache / "base" / sha256(self.wheel)[:16]).exists())
         self.assertFalse((self.p.cache / "wheels" / self.wheel.name).exists())
-        self.assertFalse(any((self.p.root / "build" / "verify").glob("stock-*")))
+        self.assertFalse(any((self.p.build_dir / "verify").glob("stock-*")))
 
     def test_a_release_with_upstreams_part_of_a_fix_is_told_apart_case_by_case(self) -> None:
         """0003 fixes triple and quad; the release fixed triple only: one case is beyond upstream."""
@@ -258,7 +259,7 @@ class TestAgainstRelease(StageTestCase):
         result = self.tool("verify", "against", "9.9.9")
         self.assertEqual(result.returncode, 2)
         self.assertIn("torch 9.9.9 is not pinned", result.stderr)
-        self.assertIn(f"(pinned: {RELEASE})", result.stderr)
+        self.assertIn(f"(pinned: {VERSION}, {RELEASE})", result.stderr)  # the base and the release
 
 
 if __name__ == "__main__":

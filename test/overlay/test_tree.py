@@ -78,7 +78,7 @@ class TestExport(TreeTestCase):
         self.write_two_patches()
         series = self.p.series()
         self.assertEqual(series, ["0001-ops-Commute-mul.patch", "0002-ops-Add-a-test.patch"])
-        before = {n: (self.p.root / "patches" / n).read_bytes() for n in series}
+        before = {n: (self.p.patches_dir / n).read_bytes() for n in series}
         self.assertTrue(before[series[0]].startswith(b"From 0000000000000000000000000000000000000000 "))
         self.assertIn(b"Subject: [PATCH] [ops] Commute mul", before[series[0]])
         # From scratch: tree then export must reproduce every byte.
@@ -95,14 +95,14 @@ class TestExport(TreeTestCase):
         )
         self.p.tool("export")
         self.assertEqual(self.p.series(), series)
-        self.assertEqual({n: (self.p.root / "patches" / n).read_bytes() for n in series}, before)
+        self.assertEqual({n: (self.p.patches_dir / n).read_bytes() for n in series}, before)
 
     def test_export_removes_patches_dropped_from_the_tree(self) -> None:
         self.write_two_patches()
         self.p.git("reset", "-q", "--hard", "HEAD~1")
         self.p.tool("export")
         self.assertEqual(self.p.series(), ["0001-ops-Commute-mul.patch"])
-        self.assertFalse((self.p.root / "patches" / "0002-ops-Add-a-test.patch").exists())
+        self.assertFalse((self.p.patches_dir / "0002-ops-Add-a-test.patch").exists())
 
     def test_version_lists_applied_patches(self) -> None:
         self.write_two_patches()
@@ -137,7 +137,7 @@ class TestBadInput(TreeTestCase):
 
     def test_no_pinned_wheel_for_this_interpreter_lists_supported_tags(self) -> None:
         (self.p.root / "overlay.toml").write_text(
-            '[base]\nversion = "2.9.1"\nrevision = "abc"\n\n[base.wheels]\n'
+            'default-base = "2.9.1"\n[bases."2.9.1"]\nrevision = "abc"\n\n[bases."2.9.1".wheels]\n'
             f'"cp39-cp39-manylinux_2_28_x86_64" = "{"0" * 64}"\n'
         )
         result = self.p.tool("tree", check=False)
@@ -150,7 +150,7 @@ class TestBadInput(TreeTestCase):
         self.p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Commute add")
         self.p.add_test_file("torch/extra.py", "EXTRA = 1\n", "[ops] Add extra")
         self.p.tool("export")
-        third = self.p.root / "patches" / self.p.series()[2]
+        third = self.p.patches_dir / self.p.series()[2]
         third.write_text(third.read_text().replace("-    return a + b", "-    return a - b"))
         return third
 
@@ -199,7 +199,7 @@ class TestBadInput(TreeTestCase):
     def test_uncommitted_edits_block_a_rebuild_unless_forced(self) -> None:
         self.write_two_patches()
         (self.p.tree / "torch/ops.py").write_text("# scratch\n")
-        (self.p.root / "patches" / "series").write_text("0001-ops-Commute-mul.patch\n")
+        (self.p.patches_dir / "series").write_text("0001-ops-Commute-mul.patch\n")
         result = self.p.tool("tree", check=False)
         self.assertEqual(result.returncode, 2)
         self.assertIn("uncommitted changes", result.stderr)
@@ -211,21 +211,21 @@ class TestBadInput(TreeTestCase):
     def test_unexported_commits_block_a_rebuild(self) -> None:
         self.write_two_patches()
         self.p.commit_edit("torch/ops.py", "return a + b", "return b + a", "[ops] Not exported")
-        (self.p.root / "patches" / "series").write_text("0001-ops-Commute-mul.patch\n")
+        (self.p.patches_dir / "series").write_text("0001-ops-Commute-mul.patch\n")
         result = self.p.tool("tree", check=False)
         self.assertEqual(result.returncode, 2)
         self.assertIn("not in patches/", result.stderr)
         self.assertIn("[ops] Not exported", result.stderr)
 
     def test_patch_touching_compiled_sources_needs_a_source_build(self) -> None:
-        patch = self.p.root / "patches" / "0001-aten-change.patch"
+        patch = self.p.patches_dir / "0001-aten-change.patch"
         patch.write_text(
             "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
             "From: Dev <dev@example.com>\nDate: Fri, 2 Jan 2026 03:04:05 +0000\n"
             "Subject: [PATCH] [aten] Change a kernel\n\n---\n"
             "diff --git a/aten/src/ATen/native/Foo.cpp b/aten/src/ATen/native/Foo.cpp\n"
         )
-        (self.p.root / "patches" / "series").write_text(patch.name + "\n")
+        (self.p.patches_dir / "series").write_text(patch.name + "\n")
         result = self.p.tool("tree", check=False)
         self.assertEqual(result.returncode, 2)
         self.assertIn("aten/src/ATen/native/Foo.cpp", result.stderr)
@@ -233,7 +233,7 @@ class TestBadInput(TreeTestCase):
         self.assertFalse(self.p.tree.exists())
 
     def test_second_build_waits_on_the_lock(self) -> None:
-        with build_lock(self.p.root / "build"):
+        with build_lock(self.p.build_dir):
             proc = subprocess.Popen([sys.executable, "-m", "torch_overlay", "tree"], cwd=self.p.root,
                                     env=self.p.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             seen = wait_for_line(proc, "waiting for")

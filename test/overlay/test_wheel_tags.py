@@ -28,7 +28,7 @@ from torch_overlay.fork.tree import export, materialise  # noqa: E402
 from torch_overlay.pinning.base import is_wheel_of, load  # noqa: E402
 from torch_overlay.pinning.pin import load_pin  # noqa: E402
 
-PIN = load_pin(REPO / "overlay.toml")
+PIN = load_pin(REPO / "overlay.toml", "2.9.1")
 
 
 def manylinux(arch: str, glibc_minor: int) -> list[str]:
@@ -133,7 +133,7 @@ class TestOtherPlatformWheels(TempDirMixin, unittest.TestCase):
         p = SyntheticProject(root, {**compiled, "torch/version.py": version_py.encode()}, tag=tag)
         # Another platform's wheel: the API takes it by tag (the command line takes this interpreter's).
         project = Project.at(p.root, Cache(p.cache))
-        pin = load_pin(project.pin_file)
+        pin = load_pin(project.pin_file, project.base)
         base = load(project.cache, pin, pin.wheel_for_tag(tag))
         materialise(project, base)
         p.commit_edit("torch/ops.py", "return a * b", "return b * a", "[ops] Commute mul")

@@ -3,8 +3,13 @@
 Every front-end (pip, build, uv) gets what the command line makes, from the same code:
 
 * `build_wheel`: the custom wheel, byte-identical to `python -m torch_overlay wheel`'s;
-* `build_editable`: the base's dist-info under the overlay version plus a `.pth` to `build/tree`;
+* `build_editable`: the base's dist-info under the overlay version plus a `.pth` to the base's
+  fork tree (`build/<version>/tree`);
 * `build_sdist`: the pin, the series and this tool, which is all `build_wheel` needs.
+
+Which base is built: the `base` config setting (`pip install . --config-settings base=2.15.0`,
+`python -m build -C base=2.15.0`), else `$TORCH_OVERLAY_BASE`, else overlay.toml's
+`default-base`. An sdist carries its base's series and names that base as its default.
 
 The hooks run in the project directory. Front-ends capture a backend's output and show it only
 on failure, so the long steps (fetching and extracting the 900 MB base wheel) report to the
@@ -16,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import re
 import sys
 import tarfile
 from collections.abc import Iterator
@@ -24,7 +30,7 @@ from typing import Any
 
 from ..core import atomic
 from ..core.errors import OverlayError
-from ..core.project import Project
+from ..core.project import PIN_FILE, Project
 from ..fork.series import overlay_version, read_series, series_file
 from ..fork.tree import materialise
 from ..pinning.base import Base, load
@@ -35,6 +41,8 @@ from .wheel import build_wheel as build_custom_wheel
 # What an sdist carries: enough to run build_wheel anywhere (the base wheel is fetched by pin).
 SDIST_FILES = ("pyproject.toml", "overlay.toml", "README.md")
 SDIST_TOOL = "torch_overlay"
+# The config setting naming the base to build (`-C base=2.15.0`).
+BASE_SETTING = "base"
 # sdist members get this mtime (2025-11-12, the base commit's date): same inputs, same bytes.
 SDIST_MTIME = 1762905600
 
@@ -67,10 +75,18 @@ def frontend_hook() -> Iterator[None]:
 
 def prepare_tree(project: Project) -> tuple[Pin, Base]:
     """The pin, and the base for this interpreter with the tree brought up to date."""
-    pin = load_pin(project.pin_file)
+    pin = load_pin(project.pin_file, project.base)
     base = load(project.cache, pin, pin.wheel_for_this_interpreter())
     materialise(project, base)
     return pin, base
+
+
+def project_for(config_settings: dict[str, Any] | None) -> Project:
+    """The project in the current directory, seen through the base the front-end asked for."""
+    base = (config_settings or {}).get(BASE_SETTING)
+    if base is not None and not isinstance(base, str):
+        raise OverlayError(f"--config-settings {BASE_SETTING}=VERSION takes one version, got {base!r}")
+    return Project.at(Path.cwd(), base=base)
 
 
 # The PEP 517/660 hooks below read alike on purpose (a front-end calls each on its own: each
@@ -78,7 +94,7 @@ def prepare_tree(project: Project) -> tuple[Pin, Base]:
 def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                 metadata_directory: str | None = None) -> str:
     with frontend_hook():
-        project = Project.at(Path.cwd())
+        project = project_for(config_settings)
         pin, base = prepare_tree(project)
         patches = read_series(project.patches_dir)
         wheel = build_custom_wheel(pin, base, project.cache, project.tree_dir, patches, Path(wheel_directory))
@@ -88,7 +104,7 @@ def build_wheel(wheel_directory: str, config_settings: dict[str, Any] | None = N
 def build_editable(wheel_directory: str, config_settings: dict[str, Any] | None = None,
                    metadata_directory: str | None = None) -> str:
     with frontend_hook():
-        project = Project.at(Path.cwd())
+        project = project_for(config_settings)
         _, base = prepare_tree(project)
         patches = read_series(project.patches_dir)
         return build_editable_wheel(base, patches, project.tree_dir, Path(wheel_directory)).name
@@ -96,8 +112,8 @@ def build_editable(wheel_directory: str, config_settings: dict[str, Any] | None 
 
 def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
     with frontend_hook():
-        project = Project.at(Path.cwd())
-        pin = load_pin(project.pin_file)
+        project = project_for(config_settings)
+        pin = load_pin(project.pin_file, project.base)
         version = overlay_version(pin.version, read_series(project.patches_dir))
         target = Path(sdist_directory) / f"torch-{version}.tar.gz"
         write_sdist(project, version, target)
@@ -113,6 +129,7 @@ def sdist_members(project: Project, version: str) -> dict[str, bytes]:
         if not (root / name).is_file():
             raise OverlayError(f"{root / name} is missing; an sdist without it could not build the wheel")
         members[name] = (root / name).read_bytes()
+    members[PIN_FILE] = with_default_base(members[PIN_FILE], project.base)
     listing = series_file(project.patches_dir)
     members[listing.relative_to(root).as_posix()] = listing.read_bytes()
     for patch in patches:
@@ -120,6 +137,15 @@ def sdist_members(project: Project, version: str) -> dict[str, bytes]:
     for source in sorted((root / SDIST_TOOL).rglob("*.py")):
         members[source.relative_to(root).as_posix()] = source.read_bytes()
     return members
+
+
+def with_default_base(pin_file: bytes, base: str) -> bytes:
+    """The pin file naming `base` as its default: the sdist builds the base it was made from."""
+    text, count = re.subn(r'^default-base = ".*"$', f'default-base = "{base}"', pin_file.decode(), count=1,
+                          flags=re.M)
+    if not count:
+        raise OverlayError(f"{PIN_FILE} has no `default-base = \"VERSION\"` line to name the sdist's base")
+    return text.encode()
 
 
 def _pkg_info(version: str) -> bytes:

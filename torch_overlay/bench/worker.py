@@ -42,7 +42,7 @@ def worker_env() -> dict[str, str]:
 
 def _project_and_base(root: str, cache: str) -> tuple[Project, Pin, Base]:
     project = Project.at(Path(root), Cache(Path(cache)))
-    pin = load_pin(project.pin_file)
+    pin = load_pin(project.pin_file, project.base)
     return project, pin, load(project.cache, pin, pin.wheel_for_this_interpreter())
 
 

@@ -37,10 +37,10 @@ class Workspace:
 
     def new_project(self, name: str, cache: Cache | None = None) -> Project:
         """A project root holding copies of the pin and the series, and nothing built yet."""
-        project = Project.at(self.root / name, cache or self.project.cache)
+        project = Project.at(self.root / name, cache or self.project.cache, base=self.project.base)
         project.root.mkdir(parents=True)
         shutil.copy2(self.project.pin_file, project.pin_file)
-        shutil.copytree(self.project.patches_dir, project.patches_dir)
+        shutil.copytree(self.project.patches_dir, project.patches_dir)  # this base's series only
         return project
 
     def fresh_cache(self, name: str) -> Cache:

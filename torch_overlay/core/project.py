@@ -1,13 +1,30 @@
 """Where things live: the repository's layout (pin, patches, records, build outputs) and the
-user cache. Every path of either is named here and nowhere else."""
+user cache. Every path of either is named here and nowhere else.
+
+A project carries one series per base (an official torch release it patches): `overlay.toml`
+pins every base, `patches/<version>/` holds each base's series, and `build/<version>/` each
+base's outputs. A `Project` is the repository seen through one base: `TORCH_OVERLAY_BASE` (or
+the command line's `--base`) chooses it, else `overlay.toml`'s `default-base`.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from .errors import OverlayError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI (a build requirement of the backend)
+    import tomli as tomllib
 
 CACHE_ENV = "TORCH_OVERLAY_CACHE"
+BASE_ENV = "TORCH_OVERLAY_BASE"
+PIN_FILE = "overlay.toml"
 # The checkout this tool runs from: the directory `torch_overlay` is imported from, which holds
 # the C++ extensions' CMake project too.
 CHECKOUT = Path(__file__).resolve().parents[2]
@@ -43,37 +60,71 @@ class Cache:
         return self.root / "upstream-deps" / sha256[:16]
 
 
+def read_pin_file(path: Path) -> dict[str, Any]:
+    """`overlay.toml`, parsed; anything unreadable is one line naming the file."""
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise OverlayError(f"{path}: not a valid pin file ({e!r})") from e
+
+
+def choose_base(pin_file: Path, requested: str | None = None) -> str:
+    """The base a command works on: `requested` (`--base`), else `$TORCH_OVERLAY_BASE`, else the
+    pin file's `default-base`. Whether it is pinned is checked where its pin is read."""
+    chosen = requested or os.environ.get(BASE_ENV)
+    if chosen:
+        return chosen
+    default = read_pin_file(pin_file).get("default-base") if pin_file.exists() else None
+    if not isinstance(default, str):
+        raise OverlayError(f"{pin_file}: no `default-base = \"VERSION\"`; name a base with --base or {BASE_ENV}")
+    return default
+
+
 @dataclass(frozen=True)
 class Project:
     root: Path
     cache: Cache
+    base: str  # the version of the base this project is seen through, e.g. "2.9.1"
 
     @classmethod
-    def at(cls, root: Path, cache: Cache | None = None) -> Project:
-        return cls(root=root.resolve(), cache=cache or Cache.default())
+    def at(cls, root: Path, cache: Cache | None = None, base: str | None = None) -> Project:
+        root = root.resolve()
+        return cls(root=root, cache=cache or Cache.default(), base=choose_base(root / PIN_FILE, base))
 
     @classmethod
-    def discover(cls, start: Path | None = None) -> Project:
+    def discover(cls, start: Path | None = None, base: str | None = None) -> Project:
         """The repository containing `start` (default: this tool's checkout)."""
         here = (start or CHECKOUT).resolve()
         for candidate in (here, *here.parents):
-            if (candidate / "overlay.toml").is_file():
-                return cls.at(candidate)
-        raise FileNotFoundError(f"no overlay.toml above {here}")
+            if (candidate / PIN_FILE).is_file():
+                return cls.at(candidate, base=base)
+        raise FileNotFoundError(f"no {PIN_FILE} above {here}")
+
+    def with_base(self, base: str) -> Project:
+        """The same repository and cache seen through another base."""
+        return Project(self.root, self.cache, base)
 
     # The layout of a project, one path per property (`duplicates` lists these alike-shaped
     # properties as a pair; each names a different place).
     @property
     def pin_file(self) -> Path:
-        return self.root / "overlay.toml"
+        """Every base's pin (and the later releases `verify against` compares with)."""
+        return self.root / PIN_FILE
 
     @property
-    def patches_dir(self) -> Path:
+    def series_root(self) -> Path:
+        """`patches/`: one directory per base."""
         return self.root / "patches"
 
     @property
+    def patches_dir(self) -> Path:
+        """This base's series: `series`, the patch files and their notes."""
+        return self.series_root / self.base
+
+    @property
     def build_dir(self) -> Path:
-        return self.root / "build"
+        """This base's outputs (git-ignored): its fork tree, OpenReg's build, verify and gate logs."""
+        return self.root / "build" / self.base
 
     @property
     def tree_dir(self) -> Path:

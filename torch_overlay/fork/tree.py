@@ -168,6 +168,25 @@ def materialise(project: Project, base: Base, *, force: bool = False) -> TreeRec
         return record
 
 
+def reset_to_base(project: Project, base: Base, *, force: bool = False) -> TreeRecord:
+    """Bring `build/<version>/tree` to its base commit alone (a roll applies another series on it),
+    refusing, as a rebuild does, to discard any work of the developer's."""
+    tree = project.tree_dir
+    with build_lock(project.build_dir):
+        try:
+            record = TreeRecord.read(tree) if (tree / ".git").exists() else None
+        except CorruptRecord:
+            if not force:
+                raise
+            record = None
+        if not force:
+            _refuse_to_lose_work(tree, record)
+        if record is None or record.base_sha256 != base.wheel.sha256:
+            return _create(project, base)
+        _reset_to_base(tree, record)
+        return record
+
+
 def _refuse_to_lose_work(tree: Path, record: TreeRecord | None) -> None:
     """Raise, naming what would be lost and the way out, unless a rebuild discards nothing."""
     if record is None:
@@ -286,11 +305,11 @@ def _reset_to_base(tree: Path, record: TreeRecord) -> None:
 
 # `git am` keeps each patch's author, date and message; commits made by the tool hash the same
 # everywhere (fixed committer, committer date = author date).
-_AM = ("am", "--keep-non-patch", "--committer-date-is-author-date", "--whitespace=nowarn")
+AM = ("am", "--keep-non-patch", "--committer-date-is-author-date", "--whitespace=nowarn")
 
 
 def _apply(tree: Path, record: TreeRecord, patch: Patch, rest: list[Patch]) -> None:
-    result = git.run(tree, *_AM, str(patch.path.resolve()), check=False)
+    result = git.run(tree, *AM, str(patch.path.resolve()), check=False)
     if result.returncode != 0:
         _stop_at(tree, record, [patch, *rest])
         raise OverlayError(_apply_failure(tree, patch, result.stdout + result.stderr))
@@ -308,7 +327,7 @@ def _stop_at(tree: Path, record: TreeRecord, rest: list[Patch]) -> None:
     """
     if am_in_progress(tree):
         git.run(tree, "am", "--abort")
-    git.run(tree, *_AM, *(str(p.path.resolve()) for p in rest), check=False)
+    git.run(tree, *AM, *(str(p.path.resolve()) for p in rest), check=False)
     record.stopped_at = rest[0].path.name
     record.write(tree)
 

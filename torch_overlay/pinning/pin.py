@@ -1,6 +1,7 @@
-"""The pin (`overlay.toml`): base version, upstream revision and the sha256 of each wheel, and
-the wheels of the later releases the tool may compare against (`[upstream.wheels."VERSION"]`).
-This module is the one reader of the file.
+"""The pins (`overlay.toml`): for each base (`[bases."VERSION"]`) its upstream revision and the
+sha256 of each wheel file, and the wheels of the later releases the tool may compare against
+(`[upstream.wheels."VERSION"]`). This module is the one that interprets them
+(`core.project` parses the file and knows which base is the default).
 
 Which pinned wheel fits an interpreter is decided by `packaging.tags`, the same rules pip uses:
 the interpreter's supported tags are tried from most to least specific, so e.g. a macOS arm64
@@ -18,14 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 from ..core.errors import OverlayError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # Python 3.10: the same parser, from PyPI (a build requirement of the backend)
-    import tomli as tomllib
+from ..core.project import read_pin_file
 
 
 @dataclass(frozen=True)
@@ -68,36 +64,41 @@ class Pin:
         return "supported wheel tags: " + ", ".join(w.tag for w in self.wheels)
 
 
-def load_pin(path: Path) -> Pin:
+def load_pin(path: Path, version: str) -> Pin:
+    """The pin of base `version` (`[bases."VERSION"]`)."""
+    data = read_pin_file(path)
+    bases = data.get("bases", {})
+    if not isinstance(bases, dict) or version not in bases:
+        known = ", ".join(bases) if isinstance(bases, dict) else "none"
+        raise OverlayError(f'{path}: torch {version} is not a base (no [bases."{version}"]; bases: {known or "none"})')
     try:
-        data = _read(path)
-        base = data["base"]
-        wheels = parse_wheels(base["wheels"], f"{path} [base.wheels]")
+        base = bases[version]
         pin = Pin(
-            version=base["version"],
+            version=version,
             revision=base["revision"],
-            wheels=wheels,
+            wheels=parse_wheels(base["wheels"], f'{path} [bases."{version}".wheels]'),
             source_build_env={k: str(v) for k, v in data.get("source-build", {}).items()},
         )
-    except (KeyError, AttributeError) as e:
-        raise OverlayError(f"{path}: not a valid pin file ({e!r})") from e
+    except (KeyError, AttributeError, TypeError) as e:
+        raise OverlayError(f'{path}: [bases."{version}"] is not a valid pin ({e!r})') from e
     return pin
 
 
+def base_versions(path: Path) -> tuple[str, ...]:
+    """Every base the pin file pins, in its order."""
+    bases = read_pin_file(path).get("bases", {})
+    return tuple(bases) if isinstance(bases, dict) else ()
+
+
 def load_release_pins(path: Path) -> dict[str, tuple[WheelPin, ...]]:
-    """The pinned wheels of each later release, by version."""
+    """The pinned wheels of each later release, by version: every base's and `[upstream.wheels]`'s."""
+    data = read_pin_file(path)
     try:
-        table = _read(path).get("upstream", {}).get("wheels", {})
-        return {v: parse_wheels(tags, f'{path} [upstream.wheels."{v}"]') for v, tags in table.items()}
-    except AttributeError as e:
-        raise OverlayError(f"{path}: invalid [upstream.wheels] table ({e!r})") from e
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise OverlayError(f"{path}: not a valid pin file ({e!r})") from e
+        table = dict(data.get("upstream", {}).get("wheels", {}))
+        table.update({v: base["wheels"] for v, base in data.get("bases", {}).items()})
+        return {v: parse_wheels(tags, f'{path} wheels of "{v}"') for v, tags in table.items()}
+    except (AttributeError, KeyError, TypeError) as e:
+        raise OverlayError(f"{path}: invalid [upstream.wheels] or [bases] table ({e!r})") from e
 
 
 def parse_wheels(table: dict[str, str], where: str) -> tuple[WheelPin, ...]:

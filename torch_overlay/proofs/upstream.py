@@ -38,7 +38,7 @@ def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
     if version not in pins:
         known = ", ".join(sorted(pins, key=version_key)) or "none"
         raise OverlayError(
-            f"torch {version} is not pinned in {pin_file.name} [upstream.wheels] (pinned: {known}). "
+            f"torch {version} is not pinned in {pin_file.name}, as a base or under [upstream.wheels] (pinned: {known}). "
             f'Add `[upstream.wheels."{version}"]` with the wheel tag and the sha256 PyPI lists for it.'
         )
     pin = Pin(version=version, revision="", wheels=pins[version], source_build_env={})
@@ -82,7 +82,8 @@ def missing_requirements(reqs: list[str]) -> list[str]:
         listing.write_text("\n".join(reqs) + "\n")
         cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--only-binary=:all:",
                "--report", str(report), "-r", str(listing)]
-        if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+        # The release's own requirements, exactly: a user's constraint file has no say in them.
+        if subprocess.run(cmd, stdout=sys.stderr, env=base_mod.pip_env()).returncode != 0:
             raise OverlayError("pip could not resolve the release's dependencies")
         installs = json.loads(report.read_text()).get("install", [])
     return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in installs]
@@ -100,7 +101,7 @@ def ensure_deps(cache: Cache, release: Base) -> Path | None:
     with atomic.replacing(dest) as partial:
         cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-cache-dir",
                "--only-binary=:all:", "--target", str(partial), *needed]
-        if subprocess.run(cmd, stdout=sys.stderr).returncode != 0:
+        if subprocess.run(cmd, stdout=sys.stderr, env=base_mod.pip_env()).returncode != 0:
             raise OverlayError(f"pip could not install the dependencies of torch {release.version}")
         (partial / ".complete").write_text("\n".join(needed) + "\n")
     return dest
