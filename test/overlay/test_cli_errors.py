@@ -84,7 +84,7 @@ class TestUsageAndInput(CliTestCase):
         # The same error as `verify patches -p 0099`: the options went to the patches mode.
         for args in (["verify", "-p", "0099"], ["verify", "patches", "-p", "0099"]):
             with self.subTest(args=args):
-                self.assertIn("no patch 0099 in patches/series", self.fails(2, *args))
+                self.assertIn("no patch 0099 in the series", self.fails(2, *args))
 
     def test_an_old_verify_flag_is_told_its_new_spelling(self) -> None:
         for flag, new in (("--regressions", "verify gate"), ("--against", "verify against VERSION"),

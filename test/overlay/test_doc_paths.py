@@ -3,7 +3,7 @@
 Scanned: the Markdown files, overlay.toml's comments, the GitHub workflows, and every string
 literal (messages, docstrings) of torch_overlay/ and scripts/. A path is a token that starts with
 one of this repository's top-level directories; it must name an existing file or directory, and
-a glob (`patches/*.patch`) must match one.
+a glob (`patches/*/*.patch`) must match one.
 
 Paths of the fork tree are not this repository's and are told apart by rule, not by a list of
 exceptions: `torch/...` is the base wheel's package (never a directory here, so never scanned);
@@ -99,8 +99,8 @@ class TestScanner(unittest.TestCase):
         self.assertEqual(self.missing(text), ["scripts/build_from_source.sh"])
 
     def test_existing_files_directories_and_globs_pass(self) -> None:
-        text = "See scripts/build_from_source.py, then test/overlay/ and `patches/*.patch`; torch_overlay/artifacts/wheel.py."
-        self.assertEqual(list(path_tokens(text)), ["scripts/build_from_source.py", "test/overlay/", "patches/*.patch",
+        text = "See scripts/build_from_source.py, then test/overlay/ and `patches/*/*.patch`; torch_overlay/artifacts/wheel.py."
+        self.assertEqual(list(path_tokens(text)), ["scripts/build_from_source.py", "test/overlay/", "patches/*/*.patch",
                                                    "torch_overlay/artifacts/wheel.py"])
         self.assertEqual(self.missing(text), [])
 

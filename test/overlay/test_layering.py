@@ -43,6 +43,7 @@ TORCH_FREE = (
     "test_records",
     "test_regressions",
     "test_release_order",
+    "test_roll",
     "test_run_test",
     "test_stage",
     "test_tree",

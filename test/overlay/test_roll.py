@@ -7,7 +7,7 @@ import subprocess
 import unittest
 from pathlib import Path
 
-from synthetic import SOURCES, VERSION, TemplateProjectTestCase, SyntheticProject
+from synthetic import SOURCES, VERSION, SyntheticProject, TemplateProjectTestCase
 
 NEW = "2.10.0"
 OLD_EXTRA = {
@@ -74,7 +74,7 @@ class TestRollWithConflicts(TemplateProjectTestCase):
         self.assertIn("patches deleted, now upstream in 2.10.0: 0003-arith-Fix-double.patch", stdout)
         self.assertIn("0004  conflicts", stdout)
         self.assertIn("torch/mod.py", stdout)
-        self.assertIn("touches the files of 0004-mod-Set-VALUE-to-2.patch", stdout)
+        self.assertIn("conflicts only in files of 0004-mod-Set-VALUE-to-2.patch", stdout)
 
     def test_stops_in_git_am_on_the_conflict_with_the_rest_queued(self) -> None:
         self.roll()
@@ -113,6 +113,13 @@ class TestRollWithConflicts(TemplateProjectTestCase):
         result = self.p.tool("roll", "--onto", NEW, check=False)
         self.assertEqual(result.returncode, 2, result.stderr)
         self.assertIn("not in patches/", result.stderr)
+
+    def test_a_base_without_a_series_is_not_built(self) -> None:
+        result = self.p.tool("--base", NEW, "tree", check=False)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn(f"torch {NEW} has no series yet", result.stderr)
+        self.assertIn(f"roll --onto {NEW}", result.stderr)
+        self.assertFalse(new_tree(self.p).exists())
 
     def test_onto_the_same_base_or_an_unpinned_one_is_refused(self) -> None:
         for onto, message in ((VERSION, "is the base the series is on"), ("9.9.9", "is not a base")):

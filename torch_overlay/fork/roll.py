@@ -9,7 +9,7 @@ merges a patch whose context moved instead of refusing it. Each patch ends as on
     merged       applied by a three-way merge (its context moved in the new base)
     upstream     nothing left to apply: the new base already has the whole change (dropped)
     conflicts    the merge conflicts: the roll stops on it
-    blocked      (after a conflict) conflicts only where an earlier conflicting patch's files are
+    blocked      (after a conflict) conflicts only in files an earlier conflicting patch touches
     pending      (after a conflict) would apply, cleanly or merged, once the roll goes on
 
 The roll stops at the first conflict with the tree in `git am`, the conflicting patch's merge in
@@ -143,10 +143,12 @@ def _try_rest(tree: Path, conflict: Step, rest: list[Patch]) -> list[Step]:
         for patch in rest:
             step = _apply(worktree, patch)
             if step.outcome == Outcome.CONFLICTS:
+                conflicting = set(_unmerged(worktree))
                 git.run(worktree, "am", "--abort")
-                blocker = next((f for f in failed if set(f.files) & set(patch.files)), None)
-                if blocker is not None:
-                    step = Step(patch, Outcome.BLOCKED, f"touches the files of {blocker.path.name}")
+                blockers = [f.path.name for f in failed if conflicting & set(f.files)]
+                if conflicting and conflicting <= {name for f in failed for name in f.files}:
+                    named = ", ".join(blockers[:2]) + (f" and {len(blockers) - 2} more" if len(blockers) > 2 else "")
+                    step = Step(patch, Outcome.BLOCKED, f"conflicts only in files of {named}")
                 failed.append(patch)
             elif step.outcome in (Outcome.CLEAN, Outcome.MERGED):
                 step = Step(patch, Outcome.PENDING, f"applies {step.outcome} once the roll goes on")
@@ -171,7 +173,8 @@ def range_diff_command(old: str, base_commit: str) -> list[str]:
     base_ref, series_ref = refs(old)
     # A patch rolled onto moved context differs from its old version mostly in context lines: a
     # high creation factor still pairs them (`!`) instead of listing one removed and one added.
-    return ["range-diff", "--no-color", "--creation-factor=90", f"{base_ref}..{series_ref}", f"{base_commit[:12]}..HEAD"]
+    return ["range-diff", "--no-color", "--creation-factor=90", f"{base_ref}..{series_ref}",
+            f"{base_commit[:12]}..HEAD"]
 
 
 def range_diff(tree: Path, old: str, base_commit: str) -> str:

@@ -1,4 +1,4 @@
-"""The patch series: `patches/series` lists `NNNN-slug.patch` files in `git format-patch` form."""
+"""A base's patch series: `patches/<version>/series` lists `NNNN-slug.patch` files in `git format-patch` form."""
 
 from __future__ import annotations
 

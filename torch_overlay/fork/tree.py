@@ -140,7 +140,12 @@ def is_fresh(record: TreeRecord | None, base: Base, patches: list[Patch]) -> boo
 # -- building -----------------------------------------------------------------------------------
 
 def materialise(project: Project, base: Base, *, force: bool = False) -> TreeRecord:
-    """Bring `build/tree` to base + series; a no-op when it already is."""
+    """Bring `build/<version>/tree` to base + series; a no-op when it already is."""
+    if not series_file(project.patches_dir).exists():
+        raise OverlayError(
+            f"torch {project.base} has no series yet ({series_file(project.patches_dir)} is missing): carry one "
+            f"onto it with `python -m torch_overlay roll --onto {project.base}`, or build another base (--base)"
+        )
     patches = read_series(project.patches_dir)
     check_wheel_buildable(patches)
     tree = project.tree_dir

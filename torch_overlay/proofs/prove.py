@@ -67,7 +67,7 @@ def select(patches: list[Patch], wanted: list[str] | None) -> list[Patch]:
     unknown = set(wanted) - {p.id for p in chosen} - {p.path.name for p in chosen}
     if unknown:
         known = ", ".join(p.id for p in patches) or "none"
-        raise OverlayError(f"no patch {', '.join(sorted(unknown))} in patches/series (patches: {known})")
+        raise OverlayError(f"no patch {', '.join(sorted(unknown))} in the series (patches: {known})")
     return chosen
 
 

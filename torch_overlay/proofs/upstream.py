@@ -38,7 +38,8 @@ def release_pin(pin_file: Path, version: str) -> tuple[Pin, WheelPin]:
     if version not in pins:
         known = ", ".join(sorted(pins, key=version_key)) or "none"
         raise OverlayError(
-            f"torch {version} is not pinned in {pin_file.name}, as a base or under [upstream.wheels] (pinned: {known}). "
+            f"torch {version} is not pinned in {pin_file.name}, as a base or under [upstream.wheels] "
+            f"(pinned: {known}). "
             f'Add `[upstream.wheels."{version}"]` with the wheel tag and the sha256 PyPI lists for it.'
         )
     pin = Pin(version=version, revision="", wheels=pins[version], source_build_env={})
