@@ -11,7 +11,6 @@ its markers; `--check` fails, naming the file, when one is out of date.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,8 +20,9 @@ from .core import atomic
 from .core.errors import CheckFailed, OverlayError
 from .core.outcomes import CaseVerdict, Drift
 from .core.project import Project
+from .fork.message import upstream_status
 from .fork.series import Patch, read_series
-from .proofs.drift_record import DriftRecord
+from .proofs.drift_record import DriftRecord, PatchDriftRecord
 from .proofs.gate_record import GateRecord
 from .proofs.upstream import version_key
 
@@ -35,27 +35,31 @@ README = Path("README.md")
 Block = tuple[str, str, str]
 
 
-def upstream_prs(patch: Patch) -> tuple[int, ...]:
-    """PR numbers cited in the message's `Upstream:` paragraph."""
-    match = re.search(r"^Upstream:(.*?)(?:\n\n|\n---\n)", patch.text, flags=re.M | re.S)
-    return tuple(int(n) for n in re.findall(r"pytorch/pytorch#(\d+)", match.group(1))) if match else ()
-
-
 def bench_readme(project: Project) -> Path:
     """benchmarks/README.md, relative to the project root (as `blocks` names files)."""
     return (project.records_dir / "README.md").relative_to(project.root)
 
 
+def first_release_carrying(drift: DriftRecord, patch: Patch) -> tuple[str, PatchDriftRecord] | None:
+    """The lowest measured release carrying the fix, whole or as upstream's part of it, and its entry:
+    what the patch's `Applied-Upstream:` trailer must name."""
+    for version in sorted(drift.releases, key=version_key):
+        entry = {p.file: p for p in drift.releases[version].patches}.get(patch.path.name)
+        if entry is not None and entry.verdict in (Drift.ALREADY_UPSTREAM, Drift.PARTLY_UPSTREAM):
+            return version, entry
+    return None
+
+
 def first_release_with_fix(drift: DriftRecord, patch: Patch) -> str:
     """The lowest measured release carrying the fix, whole or as upstream's part of it."""
-    checked = sorted(drift.releases, key=version_key)
-    for version in checked:
-        entry = {p.file: p for p in drift.releases[version].patches}.get(patch.path.name)
-        if entry is not None and entry.verdict == Drift.ALREADY_UPSTREAM:
+    found = first_release_carrying(drift, patch)
+    if found is not None:
+        version, entry = found
+        if entry.verdict == Drift.ALREADY_UPSTREAM:
             return version
-        if entry is not None and entry.verdict == Drift.PARTLY_UPSTREAM:
-            beyond = len(entry.beyond_upstream)
-            return f"{version}: upstream fix present; {beyond} case{'s' if beyond != 1 else ''} beyond upstream"
+        beyond = len(entry.beyond_upstream)
+        return f"{version}: upstream fix present; {beyond} case{'s' if beyond != 1 else ''} beyond upstream"
+    checked = sorted(drift.releases, key=version_key)
     measured = [v for v in checked if patch.path.name in {p.file for p in drift.releases[v].patches}]
     return f"none of {', '.join(measured)}" if measured else "not measured"
 
@@ -66,14 +70,15 @@ def _links(numbers: tuple[int, ...], kind: str) -> str:
 
 def render_table(patches: list[Patch], drift: DriftRecord) -> str:
     lines = [
-        "| Id | Title | Upstream issue | Upstream PR | Files | First release with the fix |",
+        "| Id | Title | Upstream issue | Upstream | Files | First release with the fix |",
         "|---|---|---|---|---|---|",
     ]
     for p in patches:
         files = "<br>".join(f"`{f}`" for f in p.files)
         title = p.title.replace("|", "\\|")
         lines.append(
-            f"| {p.id} | {title} | {_links(p.upstream_issues, 'issues')} | {_links(upstream_prs(p), 'pull')} "
+            f"| {p.id} | {title} | {_links(p.upstream_issues, 'issues')} "
+            f"| {upstream_status(p).describe(_links(upstream_status(p).prs, 'pull'))} "
             f"| {files} | {first_release_with_fix(drift, p)} |"
         )
     return "\n".join(lines)

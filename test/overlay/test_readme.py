@@ -5,6 +5,7 @@ table from the drift record, the gate section from the regressions record, the b
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -18,18 +19,22 @@ from synthetic import REPO, SyntheticProject
 sys.path.insert(0, str(REPO))
 from torch_overlay.bench import BenchRecord  # noqa: E402
 from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
+from torch_overlay.core.errors import OverlayError  # noqa: E402
 from torch_overlay.core.outcomes import CaseVerdict, Drift  # noqa: E402
-from torch_overlay.fork.series import Patch  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.fork.message import cited_prs, parse, upstream_status  # noqa: E402
+from torch_overlay.fork.series import Patch, read_series  # noqa: E402
+from torch_overlay.proofs.drift import load_record as load_drift  # noqa: E402
 from torch_overlay.proofs.drift_record import DriftRecord, PatchDriftRecord, ReleaseDrift, WheelRef  # noqa: E402
 from torch_overlay.proofs.gate_record import GateRecord  # noqa: E402
 from torch_overlay.readme import (  # noqa: E402
     BENCH_END,
     BENCH_START,
     README,
+    first_release_carrying,
     first_release_with_fix,
     render_gate,
     render_table,
-    upstream_prs,
     with_table,
 )
 
@@ -49,6 +54,10 @@ Fixes #333
 
 Test Plan:
 python test/run_test.py -i inductor/test_thing
+
+Origin: backport, https://github.com/pytorch/pytorch/pull/111, https://github.com/pytorch/pytorch/pull/222
+Forwarded: not-needed
+Applied-Upstream: 2.12.1
 ---
 diff --git a/torch/_inductor/ir.py b/torch/_inductor/ir.py
 """
@@ -82,8 +91,8 @@ class TestPatchTable(expecttest.TestCase):
         self._tmp.cleanup()
         super().tearDown()
 
-    def test_upstream_prs_span_the_whole_paragraph(self) -> None:
-        self.assertEqual(upstream_prs(self.patch), (111, 222))
+    def test_cited_prs_span_the_whole_paragraph(self) -> None:
+        self.assertEqual(cited_prs(parse(self.patch)), (111, 222))
 
     def test_first_release_is_the_lowest_version_measured_as_upstream(self) -> None:
         measured = drift({"2.13.0": Drift.ALREADY_UPSTREAM, "2.9.10": Drift.STILL_NEEDED,
@@ -103,7 +112,7 @@ class TestPatchTable(expecttest.TestCase):
         table = render_table([self.patch], drift({"2.12.1": Drift.ALREADY_UPSTREAM}))
         self.assertExpectedInline(
             table.splitlines()[2],
-            """| 0001 | [inductor] Fix a \\| thing | [#333](https://github.com/pytorch/pytorch/issues/333) | [#111](https://github.com/pytorch/pytorch/pull/111), [#222](https://github.com/pytorch/pytorch/pull/222) | `torch/_inductor/ir.py` | 2.12.1 |""",  # noqa: B950
+            """| 0001 | [inductor] Fix a \\| thing | [#333](https://github.com/pytorch/pytorch/issues/333) | backport of [#111](https://github.com/pytorch/pytorch/pull/111), [#222](https://github.com/pytorch/pytorch/pull/222) | `torch/_inductor/ir.py` | 2.12.1 |""",  # noqa: B950
         )
 
     def test_table_replaces_only_the_marked_block(self) -> None:
@@ -131,6 +140,29 @@ class TestPatchTable(expecttest.TestCase):
         del part["seconds"]  # recorded before parts measured their wall time
         self.assertIn("| differential/test_a | 3 | 1 | 1 | - |\n| total | 3 |  |  | - |",
                       render_gate(GateRecord.from_json(data), GATE_RECORD, ["differential/test_a"]))
+
+    def test_every_patch_says_where_it_stands_upstream(self) -> None:
+        """Each patch of every base's series carries valid trailers, and `Applied-Upstream:` names the
+        first release the drift record measured carrying the fix (absent while none does)."""
+        recorded = load_drift(Project.discover(REPO))
+        for base in sorted(p for p in (REPO / "patches").iterdir() if p.is_dir()):
+            for patch in read_series(base):
+                with self.subTest(base=base.name, patch=patch.path.name):
+                    status = upstream_status(patch)
+                    found = first_release_carrying(recorded, patch)
+                    self.assertEqual(status.applied_upstream, found[0] if found else "")
+
+    def test_a_patch_without_trailers_or_with_a_wrong_one_is_named(self) -> None:
+        text = self.patch.path.read_text()
+        for old, new, message in (
+            ("Forwarded: not-needed\n", "", "needs exactly one `Forwarded:` trailer"),
+            ("pytorch/pull/222", "pytorch/pull/999", "backports #999, which its `Upstream:` paragraph does not name"),
+            ("Forwarded: not-needed", "Forwarded: maybe", "`Forwarded: maybe` is not"),
+        ):
+            with self.subTest(message=message):
+                self.patch.path.write_text(text.replace(old, new, 1))
+                with self.assertRaisesRegex(OverlayError, "0001-inductor-Fix.patch: .*" + re.escape(message)):
+                    upstream_status(self.patch)
 
     def test_repository_readme_is_up_to_date(self) -> None:
         result = subprocess.run([sys.executable, "-m", "torch_overlay", "readme", "--check"], cwd=REPO,

@@ -10,7 +10,23 @@
     Test Plan:
     python test/run_test.py -i <suite>
 
-From these the PR body for upstream is written (`pr_body`).
+    Origin: backport, https://github.com/pytorch/pytorch/pull/NNNN
+    Forwarded: not-needed
+    Applied-Upstream: 2.13.0
+
+From these the PR body for upstream is written (`pr_body`). The last paragraph is where the
+patch stands upstream, as git trailers with DEP-3's keys (`upstream_status`):
+
+    Origin            `backport, <upstream PR URL>...` (upstream's fix, carried here) or `other`
+                      (written for this fork; the message says why upstream lacks it)
+    Forwarded         `no` (upstream has no such fix: stage it), `not-needed` (upstream has its
+                      own fix) or the URL it was sent to
+    Applied-Upstream  the first release measured to carry upstream's fix, whole or in part
+                      (`verify against VERSION`); absent while none does
+    Fork-Only         why the patch is not for upstream, for the few that are not
+
+The test that shows whether a base still needs a patch is its regression suite, the test files
+it adds (`Patch.test_files`): `verify patches` and `verify against` run exactly those.
 """
 
 from __future__ import annotations
@@ -20,8 +36,11 @@ import email.policy
 import re
 from dataclasses import dataclass, field
 
+from ..core.errors import OverlayError
 from .series import Patch
 
+PULL_URL = "https://github.com/pytorch/pytorch/pull/"
+TRAILER_KEYS = ("Origin", "Forwarded", "Applied-Upstream", "Fork-Only")
 SECTIONS = {"root cause": "root_cause", "fix": "fix", "why this is the right long-term fix": "why",
             "upstream": "upstream"}
 
@@ -39,11 +58,82 @@ class Message:
 
 
 def commit_body(patch_text: str) -> str:
-    """The message body of a `git format-patch` mail: after the headers, before `---`."""
+    """The message body of a `git format-patch` mail: after the headers, before `---`, without
+    the trailers."""
+    return split_trailers(_full_body(patch_text))[0]
+
+
+def _full_body(patch_text: str) -> str:
     mail = email.message_from_string(patch_text, policy=email.policy.default)
     payload = mail.get_payload(decode=True)
     body = payload.decode("utf-8", "replace") if isinstance(payload, bytes) else str(mail.get_payload())
     return re.split(r"^---$", body, maxsplit=1, flags=re.M)[0].strip("\n")
+
+
+def split_trailers(body: str) -> tuple[str, dict[str, list[str]]]:
+    """The body without its last paragraph when that paragraph is trailers of TRAILER_KEYS, and them."""
+    head, _, last = body.rpartition("\n\n")
+    lines = last.splitlines()
+    pairs = [re.match(r"^([A-Za-z-]+): (.+)$", line) for line in lines]
+    if not lines or not all(m and m.group(1) in TRAILER_KEYS for m in pairs):
+        return body, {}
+    trailers: dict[str, list[str]] = {}
+    for m in pairs:
+        assert m is not None
+        trailers.setdefault(m.group(1), []).append(m.group(2).strip())
+    return head.rstrip("\n"), trailers
+
+
+@dataclass(frozen=True)
+class UpstreamStatus:
+    """Where a patch stands upstream: its message's trailers, checked."""
+
+    prs: tuple[int, ...]  # the upstream PRs it backports (none: written for this fork)
+    forwarded: str  # "no", "not-needed" or where it was sent
+    applied_upstream: str  # the first release measured to carry upstream's fix; "" while none does
+    fork_only: str  # why it is not for upstream; "" for the others
+
+    @property
+    def is_backport(self) -> bool:
+        return bool(self.prs)
+
+    def describe(self, prs: str) -> str:
+        """One phrase for the README's patch table; `prs`: the backported PRs as the table shows them."""
+        if self.fork_only:
+            return f"fork-only: {self.fork_only}"
+        if self.is_backport:
+            return f"backport of {prs}"
+        return "not upstream: to forward" if self.forwarded == "no" else f"forwarded: {self.forwarded}"
+
+
+def upstream_status(patch: Patch) -> UpstreamStatus:
+    """The patch's trailers, or an error naming the patch and what is missing or wrong."""
+    _, trailers = split_trailers(_full_body(patch.text))
+
+    def one(key: str, required: bool = True) -> str:
+        values = trailers.get(key, [])
+        if len(values) > 1 or (required and not values):
+            raise OverlayError(f"{patch.path.name}: needs exactly one `{key}:` trailer, has {len(values)} "
+                               f"(the last paragraph of its message; see torch_overlay/fork/message.py)")
+        return values[0] if values else ""
+
+    origin, forwarded = one("Origin"), one("Forwarded")
+    applied, fork_only = one("Applied-Upstream", required=False), one("Fork-Only", required=False)
+    kind, _, urls = origin.partition(",")
+    prs = tuple(int(n) for n in re.findall(re.escape(PULL_URL) + r"(\d+)", urls))
+    if kind not in ("backport", "other") or (kind == "backport") != bool(prs):
+        raise OverlayError(f"{patch.path.name}: `Origin: {origin}` is neither `backport, {PULL_URL}N` nor `other`")
+    cited = set(cited_prs(parse(patch)))
+    if not set(prs) <= cited:
+        missing = ", ".join(f"#{n}" for n in prs if n not in cited)
+        raise OverlayError(f"{patch.path.name}: backports {missing}, which its `Upstream:` paragraph does not name "
+                           "(it says how the backport differs from each upstream PR)")
+    if forwarded not in ("no", "not-needed") and not forwarded.startswith("https://"):
+        raise OverlayError(f"{patch.path.name}: `Forwarded: {forwarded}` is not `no`, `not-needed` or a URL")
+    if bool(fork_only) != (forwarded == "not-needed" and not prs):
+        raise OverlayError(f"{patch.path.name}: a fork-only patch (`Fork-Only: why`) is the one patch written here "
+                           "that is `Forwarded: not-needed`")
+    return UpstreamStatus(prs, forwarded, applied, fork_only)
 
 
 def parse(patch: Patch) -> Message:
@@ -76,6 +166,11 @@ def parse(patch: Patch) -> Message:
         else:
             setattr(message, name, text[:1].upper() + text[1:])  # "Fix: route ..." -> "Route ..."
     return message
+
+
+def cited_prs(message: Message) -> tuple[int, ...]:
+    """The upstream PRs the `Upstream:` paragraph names (`pytorch/pytorch#N`)."""
+    return tuple(int(n) for ref in message.references for n in re.findall(r"pytorch/pytorch#(\d+)", ref))
 
 
 def suites(message: Message) -> list[str]:
