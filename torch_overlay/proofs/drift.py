@@ -32,15 +32,12 @@ from ..fork.applycheck import ApplyCheck
 from ..fork.series import Patch
 from ..pinning.base import Base
 from ..pinning.base import load as load_base
+from ..pinning.deps import NO_EXTENSIONS, ensure_deps
 from ..pinning.pin import Pin
 from . import upstream
 from .drift_record import DriftRecord, FileRun, PatchDriftRecord, ReleaseDrift, WheelRef
 from .prove import existing_tests, run_side, side_summary
 from .testrun import RunResult
-
-# Backend extensions installed in this environment (OpenReg) are built against the base's ABI
-# and cannot load into another release; both sides run without them, so their cases match.
-NO_EXTENSIONS = {"TORCH_DEVICE_BACKEND_AUTOLOAD": "0"}
 
 
 @dataclass(frozen=True)
@@ -146,7 +143,7 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
         release = upstream.load_release(project.cache, release_pin, wheel)
         seconds = {"fetch_extract": time.monotonic() - clock}
         clock = time.monotonic()
-        deps = upstream.ensure_deps(project.cache, release)
+        deps = ensure_deps(project.cache, release)
         seconds["dependencies"] = time.monotonic() - clock
         measured = Measured(seconds, {
             "wheel": release.wheel_path.stat().st_size,

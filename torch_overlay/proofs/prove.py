@@ -4,7 +4,8 @@ For each patch, its test files (taken from the overlay tree, where `git am` put 
 (a) in a stock tree of the base, to which only that patch's test files are added: they must
 fail there, or they do not catch the bug; (b) in the overlay tree: they must pass. Both runs
 use the same interpreter (`sys.executable`); the torch under test is chosen by PYTHONPATH and
-every run has its own inductor cache (see `testrun`).
+every run has its own inductor cache (see `testrun`). A base other than the installed torch's
+release runs with its own dependencies (`pinning.deps`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..core.project import Project
 from ..fork import stock
 from ..fork.series import Patch
 from ..pinning.base import Base
+from ..pinning.deps import runtime
 from .testrun import DEFAULT_TIMEOUT, RunResult, run_test_file
 
 
@@ -95,6 +97,7 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
           timeout: float = DEFAULT_TIMEOUT) -> list[PatchProof]:
     """Run the matrix for `patches`; the overlay tree must already hold the whole series."""
     work = project.verify_dir
+    extra = runtime(project.cache, base)
     with build_lock(work):
         logs = work / "logs"
         shutil.rmtree(logs, ignore_errors=True)
@@ -104,8 +107,10 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
                 log.info(f"[{index}/{len(patches)}] {patch.path.name}")
                 files = existing_tests(patch, project.tree_dir)
                 stock.place_tests(stock_tree, project.tree_dir, files)
-                stock_runs = run_side(stock_tree, [stock_tree], patch, "stock", files, logs, timeout)
-                overlay_runs = run_side(project.tree_dir, [project.tree_dir], patch, "overlay", files, logs, timeout)
+                stock_runs = run_side(stock_tree, [stock_tree, *extra.pythonpath], patch, "stock", files, logs,
+                                      timeout, extra.env)
+                overlay_runs = run_side(project.tree_dir, [project.tree_dir, *extra.pythonpath], patch, "overlay",
+                                        files, logs, timeout, extra.env)
                 proofs.append(PatchProof(patch, files, stock_runs, overlay_runs))
     return proofs
 

@@ -7,24 +7,17 @@
 
 A release is fetched with pip like the base (`base`), hash-checked before use and extracted into
 the same cache. Its own compiled dependencies (CUDA runtime libraries, triton) often differ from
-the base's: the ones this interpreter's environment does not already satisfy are installed with
-`pip install --target` into a per-release directory that goes on PYTHONPATH after the release.
+the base's: `pinning.deps` installs the ones this environment lacks.
 """
 
 from __future__ import annotations
 
-import email.parser
-import json
 import os
-import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
-from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-from ..core import atomic, log
+from ..core import atomic
 from ..core.errors import OverlayError
 from ..core.project import Cache
 from ..pinning import base as base_mod
@@ -60,52 +53,6 @@ def version_key(version: str) -> Version:
 def load_release(cache: Cache, pin: Pin, wheel: WheelPin) -> Base:
     base_mod.fetch(cache, pin, wheel)
     return base_mod.load(cache, pin, wheel)
-
-
-# -- dependencies -------------------------------------------------------------------------------
-
-def requirements(release: Base) -> list[str]:
-    """The release's Requires-Dist that hold in this environment without extras: what pip installs with it."""
-    metadata = (release.extracted / release.dist_info / "METADATA").read_text()
-    message = email.parser.Parser().parsestr(metadata, headersonly=True)
-    return [r for r in message.get_all("Requires-Dist", []) if _applies_without_extras(Requirement(r))]
-
-
-def _applies_without_extras(requirement: Requirement) -> bool:
-    # The marker is evaluated as pip does for a plain `torch==V`: this environment, no extra.
-    return requirement.marker is None or requirement.marker.evaluate({"extra": ""})
-
-
-def missing_requirements(reqs: list[str]) -> list[str]:
-    """`name==version` of what pip would install so that this environment satisfies `reqs`."""
-    with tempfile.TemporaryDirectory() as tmp:
-        listing, report = Path(tmp) / "requirements.txt", Path(tmp) / "report.json"
-        listing.write_text("\n".join(reqs) + "\n")
-        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--only-binary=:all:",
-               "--report", str(report), "-r", str(listing)]
-        # The release's own requirements, exactly: a user's constraint file has no say in them.
-        if subprocess.run(cmd, stdout=sys.stderr, env=base_mod.pip_env()).returncode != 0:
-            raise OverlayError("pip could not resolve the release's dependencies")
-        installs = json.loads(report.read_text()).get("install", [])
-    return [f"{i['metadata']['name']}=={i['metadata']['version']}" for i in installs]
-
-
-def ensure_deps(cache: Cache, release: Base) -> Path | None:
-    """A directory holding the release's dependencies this environment lacks (None: it lacks none)."""
-    dest = cache.release_deps(release.wheel.sha256)
-    if (dest / ".complete").exists():
-        return dest
-    needed = missing_requirements(requirements(release))
-    if not needed:
-        return None
-    log.info(f"installing for torch {release.version}: {' '.join(needed)}")
-    with atomic.replacing(dest) as partial:
-        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-cache-dir",
-               "--only-binary=:all:", "--target", str(partial), *needed]
-        if subprocess.run(cmd, stdout=sys.stderr, env=base_mod.pip_env()).returncode != 0:
-            raise OverlayError(f"pip could not install the dependencies of torch {release.version}")
-        (partial / ".complete").write_text("\n".join(needed) + "\n")
-    return dest
 
 
 def remove_release(cache: Cache, pin: Pin, wheel: WheelPin) -> None:
