@@ -12,6 +12,7 @@ its markers; `--check` fails, naming the file, when one is out of date.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .bench import BenchRecord, load_results
@@ -19,9 +20,10 @@ from .bench import render_table as render_bench_table
 from .core import atomic
 from .core.errors import CheckFailed, OverlayError
 from .core.outcomes import CaseVerdict, Drift
-from .core.project import Project
+from .core.project import Project, default_base
 from .fork.message import upstream_status
-from .fork.series import Patch, read_series
+from .fork.series import Patch, read_dropped, read_series, series_file
+from .pinning.pin import base_versions
 from .proofs.drift_record import DriftRecord, PatchDriftRecord
 from .proofs.gate_record import GateRecord
 from .proofs.upstream import version_key
@@ -68,20 +70,54 @@ def _links(numbers: tuple[int, ...], kind: str) -> str:
     return ", ".join(f"[#{n}](https://github.com/pytorch/pytorch/{kind}/{n})" for n in numbers) or "-"
 
 
-def render_table(patches: list[Patch], drift: DriftRecord) -> str:
+@dataclass(frozen=True)
+class OtherBase:
+    """Another base's series, for the patch table's column on it."""
+
+    version: str
+    patches: list[Patch] | None  # None: it has no series yet
+    dropped: dict[str, str]  # patch file -> why (`# dropped:` lines of its series)
+
+    def cell(self, patch: Patch) -> str:
+        if self.patches is None:
+            return "no series yet"
+        if patch.id in {p.id for p in self.patches}:
+            return "carried"
+        why = self.dropped.get(patch.path.name)
+        return f"dropped: {why}" if why is not None else "not ported yet"
+
+
+def render_table(patches: list[Patch], drift: DriftRecord, others: Sequence[OtherBase] = ()) -> str:
+    """One row per patch of the default base's series, and of another base's that it lacks; one
+    column per other base saying whether that base carries the patch."""
+    ids = {p.id for p in patches}
+    extra = [p for other in others for p in other.patches or () if p.id not in ids]
     lines = [
-        "| Id | Title | Upstream issue | Upstream | Files | First release with the fix |",
-        "|---|---|---|---|---|---|",
+        "| Id | Title | Upstream issue | Upstream | Files | First release with the fix |"
+        + "".join(f" On {o.version} |" for o in others),
+        "|---|---|---|---|---|---|" + "---|" * len(others),
     ]
-    for p in patches:
+    for p in [*patches, *extra]:
         files = "<br>".join(f"`{f}`" for f in p.files)
         title = p.title.replace("|", "\\|")
+        status = upstream_status(p)
+        upstream = status.describe(_links(status.prs, "pull"))
         lines.append(
-            f"| {p.id} | {title} | {_links(p.upstream_issues, 'issues')} "
-            f"| {upstream_status(p).describe(_links(upstream_status(p).prs, 'pull'))} "
-            f"| {files} | {first_release_with_fix(drift, p)} |"
+            f"| {p.id} | {title} | {_links(p.upstream_issues, 'issues')} | {upstream} "
+            f"| {files} | {first_release_with_fix(drift, p)} |" + "".join(f" {o.cell(p)} |" for o in others)
         )
     return "\n".join(lines)
+
+
+def other_bases(project: Project) -> list[OtherBase]:
+    """Every base but `project`'s, in the pin file's order."""
+    found = []
+    for version in base_versions(project.pin_file):
+        if version != project.base:
+            directory = project.with_base(version).patches_dir
+            series = read_series(directory) if series_file(directory).exists() else None
+            found.append(OtherBase(version, series, read_dropped(directory)))
+    return found
 
 
 def with_table(readme: str, table: str, start: str = START, end: str = END, name: Path = README) -> str:
@@ -124,7 +160,8 @@ def blocks(project: Project) -> dict[Path, list[Block]]:
     """Every file holding rendered blocks (relative to the project root) and its blocks."""
     from .proofs import drift, regressions
 
-    patch_table = render_table(read_series(project.patches_dir), drift.load_record(project))
+    project = project.with_base(default_base(project.pin_file))  # the README is about the default base
+    patch_table = render_table(read_series(project.patches_dir), drift.load_record(project), other_bases(project))
     gate = render_gate(regressions.load_record(project), regressions.record_name(project),
                        [regressions.part_name(part) for part in regressions.corpus_files(project)])
     bench = render_bench(load_results(project.records_dir))

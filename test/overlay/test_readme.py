@@ -31,6 +31,7 @@ from torch_overlay.readme import (  # noqa: E402
     BENCH_END,
     BENCH_START,
     README,
+    OtherBase,
     first_release_carrying,
     first_release_with_fix,
     render_gate,
@@ -140,6 +141,25 @@ class TestPatchTable(expecttest.TestCase):
         del part["seconds"]  # recorded before parts measured their wall time
         self.assertIn("| differential/test_a | 3 | 1 | 1 | - |\n| total | 3 |  |  | - |",
                       render_gate(GateRecord.from_json(data), GATE_RECORD, ["differential/test_a"]))
+
+    def test_a_column_per_other_base_says_whether_it_carries_the_patch(self) -> None:
+        cells = {
+            "carried": OtherBase("2.15.0", [self.patch], {}),
+            "dropped: upstream in 2.15.0 (its tests pass there)": OtherBase(
+                "2.15.0", [], {self.patch.path.name: "upstream in 2.15.0 (its tests pass there)"}),
+            "not ported yet": OtherBase("2.15.0", [], {}),
+            "no series yet": OtherBase("2.15.0", None, {}),
+        }
+        for cell, other in cells.items():
+            with self.subTest(cell=cell):
+                table = render_table([self.patch], DriftRecord({}), [other]).splitlines()
+                self.assertTrue(table[0].endswith("| On 2.15.0 |"))
+                self.assertTrue(table[2].endswith(f"| {cell} |"), table[2])
+
+    def test_a_patch_only_another_base_carries_gets_its_own_row(self) -> None:
+        table = render_table([], DriftRecord({}), [OtherBase("2.15.0", [self.patch], {})]).splitlines()
+        self.assertEqual(len(table), 3)
+        self.assertTrue(table[2].startswith("| 0001 |") and table[2].endswith("| carried |"))
 
     def test_every_patch_says_where_it_stands_upstream(self) -> None:
         """Each patch of every base's series carries valid trailers, and `Applied-Upstream:` names the

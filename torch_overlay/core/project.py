@@ -71,9 +71,11 @@ def read_pin_file(path: Path) -> dict[str, Any]:
 def choose_base(pin_file: Path, requested: str | None = None) -> str:
     """The base a command works on: `requested` (`--base`), else `$TORCH_OVERLAY_BASE`, else the
     pin file's `default-base`. Whether it is pinned is checked where its pin is read."""
-    chosen = requested or os.environ.get(BASE_ENV)
-    if chosen:
-        return chosen
+    return requested or os.environ.get(BASE_ENV) or default_base(pin_file)
+
+
+def default_base(pin_file: Path) -> str:
+    """The pin file's `default-base`: what users install and what the README's tables are about."""
     default = read_pin_file(pin_file).get("default-base") if pin_file.exists() else None
     if not isinstance(default, str):
         raise OverlayError(f"{pin_file}: no `default-base = \"VERSION\"`; name a base with --base or {BASE_ENV}")

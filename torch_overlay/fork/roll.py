@@ -101,10 +101,10 @@ def roll(old_project: Project, old_base: Base, new_project: Project, new_base: B
             git.run(tree, "am", "--abort")
             steps += [step, *_try_rest(tree, step, rest)]
             _apply(tree, patch, *rest)  # stops on `patch` again, now with the rest queued behind it
-            _record(tree, new_record, stopped_at=patch.path.name)
+            _record(tree, new_record, steps, new_project.base, stopped_at=patch.path.name)
             return Roll(old_project.base, new_project.base, steps, tree, new_record.base_commit)
         steps.append(step)
-        _record(tree, new_record)
+        _record(tree, new_record, steps, new_project.base)
     export(new_project)
     materialise(new_project, new_base)  # torch/version.py for the new series
     return Roll(old_project.base, new_project.base, steps, tree, new_record.base_commit,
@@ -160,8 +160,11 @@ def _try_rest(tree: Path, conflict: Step, rest: list[Patch]) -> list[Step]:
         git.run(tree, "worktree", "prune", check=False)
 
 
-def _record(tree: Path, record: TreeRecord, stopped_at: str = "") -> None:
+def _record(tree: Path, record: TreeRecord, steps: list[Step], new: str, stopped_at: str = "") -> None:
+    """The tree's record after a step: what it holds is the roll's, exported to `patches/<new>/` later."""
     record.head = git.out(tree, "rev-parse", "HEAD")
+    record.dropped = [(s.patch.path.name, f"upstream in {new}: the roll's three-way merge left nothing to apply")
+                      for s in steps if s.outcome == Outcome.UPSTREAM]
     record.applied = []  # what the tree holds is the roll's, not a series of patches/ yet
     record.complete = not stopped_at
     record.stopped_at = stopped_at

@@ -64,6 +64,25 @@ def series_file(patches_dir: Path) -> Path:
     return patches_dir / "series"
 
 
+# A patch of an earlier base that this base no longer carries because the release has the fix is
+# named in `series` by a comment line: `# dropped: NNNN-slug.patch (why, with the evidence)`.
+_DROPPED = re.compile(r"^# dropped: (\S+\.patch) \((.*)\)$")
+
+
+def read_dropped(patches_dir: Path) -> dict[str, str]:
+    """The patches the series lists as dropped (file name -> why); none for a missing series."""
+    listing = series_file(patches_dir)
+    if not listing.exists():
+        return {}
+    found = (_DROPPED.match(line) for line in listing.read_text().splitlines())
+    return {m.group(1): m.group(2) for m in found if m}
+
+
+def series_text(names: list[str], dropped: dict[str, str]) -> str:
+    """The `series` file listing `names` in order, then the dropped patches."""
+    return "".join(f"{n}\n" for n in names) + "".join(f"# dropped: {n} ({why})\n" for n, why in dropped.items())
+
+
 def read_series(patches_dir: Path) -> list[Patch]:
     """The patches in series order; a missing or empty series is an empty list."""
     listing = series_file(patches_dir)

@@ -28,7 +28,16 @@ from ..core.lock import build_lock
 from ..core.progress import Progress
 from ..core.project import Project
 from ..pinning.base import Base, link_or_copy
-from .series import WHEEL_PACKAGES, Patch, check_wheel_buildable, overlay_version, read_series, series_file
+from .series import (
+    WHEEL_PACKAGES,
+    Patch,
+    check_wheel_buildable,
+    overlay_version,
+    read_dropped,
+    read_series,
+    series_file,
+    series_text,
+)
 
 RECORD = "torch-overlay.json"
 VERSION_PY = "torch/version.py"
@@ -49,6 +58,7 @@ class TreeRecord:
     head: str = ""  # the last commit the tool made or exported
     complete: bool = False
     stopped_at: str = ""  # the patch `git am` stopped on, left in progress for the developer
+    dropped: list[tuple[str, str]] = field(default_factory=list)  # (patch file, why): a roll's, for export
 
     @classmethod
     def read(cls, tree: Path) -> TreeRecord | None:
@@ -58,6 +68,7 @@ class TreeRecord:
         try:
             data = json.loads(path.read_text())
             data["applied"] = [(str(name), str(sha)) for name, sha in data["applied"]]
+            data["dropped"] = [(str(name), str(why)) for name, why in data.get("dropped", [])]
             record = cls(**data)
             commits = (record.base_commit, record.head or record.base_commit)
             if not all(isinstance(c, str) and re.fullmatch(r"[0-9a-f]{40}", c) for c in commits):
@@ -302,6 +313,7 @@ def _reset_to_base(tree: Path, record: TreeRecord) -> None:
     record.complete = False
     record.stopped_at = ""
     record.applied = []
+    record.dropped = []
     record.head = record.base_commit
     record.write(tree)
     git.run(tree, "checkout", "-q", "-f", "-B", BRANCH, record.base_commit)
@@ -404,7 +416,8 @@ def export(project: Project) -> list[Path]:
         scratch.rmdir()
         names = [p.name for p in produced]
         listing = series_file(project.patches_dir)
-        atomic.write_text(listing, "".join(f"{n}\n" for n in names))
+        dropped = {**read_dropped(project.patches_dir), **dict(record.dropped)}
+        atomic.write_text(listing, series_text(names, {n: why for n, why in dropped.items() if n not in names}))
         fault_point("export", listing)
         for stale in old - set(names):
             (project.patches_dir / stale).unlink(missing_ok=True)
@@ -413,6 +426,7 @@ def export(project: Project) -> list[Path]:
         record.head = git.out(tree, "rev-parse", "HEAD")
         record.complete = True
         record.stopped_at = ""
+        record.dropped = []  # now in `series`
         record.write(tree)
         return [p.path for p in patches]
 
