@@ -79,10 +79,13 @@ class OtherBase:
     dropped: dict[str, str]  # patch file -> why (`# dropped:` lines of its series)
 
     def cell(self, patch: Patch) -> str:
+        """Whether this base carries `patch` (a patch of another base: the same fix has the same title;
+        each base numbers its own series)."""
         if self.patches is None:
             return "no series yet"
-        if patch.id in {p.id for p in self.patches}:
-            return "carried"
+        carried = next((p for p in self.patches if p.title == patch.title), None)
+        if carried is not None:
+            return "carried" if carried.id == patch.id else f"carried as {carried.id}"
         why = self.dropped.get(patch.path.name)
         return f"dropped: {why}" if why is not None else "not ported yet"
 
@@ -90,8 +93,8 @@ class OtherBase:
 def render_table(patches: list[Patch], drift: DriftRecord, others: Sequence[OtherBase] = ()) -> str:
     """One row per patch of the default base's series, and of another base's that it lacks; one
     column per other base saying whether that base carries the patch."""
-    ids = {p.id for p in patches}
-    extra = [p for other in others for p in other.patches or () if p.id not in ids]
+    titles = {p.title for p in patches}
+    extra = [p for other in others for p in other.patches or () if p.title not in titles]
     lines = [
         "| Id | Title | Upstream issue | Upstream | Files | First release with the fix |"
         + "".join(f" On {o.version} |" for o in others),

@@ -143,8 +143,11 @@ class TestPatchTable(expecttest.TestCase):
                       render_gate(GateRecord.from_json(data), GATE_RECORD, ["differential/test_a"]))
 
     def test_a_column_per_other_base_says_whether_it_carries_the_patch(self) -> None:
+        renumbered = self.patch.path.with_name("0007-inductor-Fix.patch")
+        renumbered.write_text(MESSAGE)
         cells = {
             "carried": OtherBase("2.15.0", [self.patch], {}),
+            "carried as 0007": OtherBase("2.15.0", [Patch(renumbered)], {}),
             "dropped: upstream in 2.15.0 (its tests pass there)": OtherBase(
                 "2.15.0", [], {self.patch.path.name: "upstream in 2.15.0 (its tests pass there)"}),
             "not ported yet": OtherBase("2.15.0", [], {}),
@@ -164,13 +167,15 @@ class TestPatchTable(expecttest.TestCase):
     def test_every_patch_says_where_it_stands_upstream(self) -> None:
         """Each patch of every base's series carries valid trailers, and `Applied-Upstream:` names the
         first release the drift record measured carrying the fix (absent while none does)."""
-        recorded = load_drift(Project.discover(REPO))
+        project = Project.discover(REPO)
+        recorded = load_drift(project)
         for base in sorted(p for p in (REPO / "patches").iterdir() if p.is_dir()):
             for patch in read_series(base):
                 with self.subTest(base=base.name, patch=patch.path.name):
                     status = upstream_status(patch)
-                    found = first_release_carrying(recorded, patch)
-                    self.assertEqual(status.applied_upstream, found[0] if found else "")
+                    if base.name == project.base:  # the drift record measures the default base's series
+                        found = first_release_carrying(recorded, patch)
+                        self.assertEqual(status.applied_upstream, found[0] if found else "")
 
     def test_a_patch_without_trailers_or_with_a_wrong_one_is_named(self) -> None:
         text = self.patch.path.read_text()
