@@ -165,6 +165,23 @@ class TestEnvironment(CliTestCase):
         self.assertIn(f"--dest {self.p.wheel.parent}", stderr)
         self.assertEqual(list(self.p.wheel.parent.iterdir()), [self.p.wheel.parent / ".lock"])
 
+    def test_a_pinned_wheel_is_fetched_whatever_the_users_constraints_cap(self) -> None:
+        """A user's pip configuration capping torch (a constraint file, as `pip config` or
+        PIP_CONSTRAINT sets one) does not stop the file the pin names; their index settings apply."""
+        links = self.tmp / "links"
+        env = self.offline(links)
+        shutil.copy2(make_wheel(self.tmp / "built"), links)
+        constraints = self.tmp / "constraints.txt"
+        constraints.write_text("torch<=2.8.0\n")
+        config = self.tmp / "pip.conf"
+        config.write_text(f"[global]\nconstraint = {constraints}\n")
+        for how in ({"PIP_CONFIG_FILE": str(config)}, {"PIP_CONSTRAINT": str(constraints)}):
+            with self.subTest(how=next(iter(how))):
+                self.p.wheel.unlink(missing_ok=True)
+                result = self.p.tool("fetch", check=False, **env, **how)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stdout.strip(), str(self.p.wheel))
+
     def test_downloaded_file_failing_its_hash_is_refused(self) -> None:
         links = self.tmp / "links"
         env = self.offline(links)
