@@ -161,21 +161,11 @@ def materialise(project: Project, base: Base, *, force: bool = False) -> TreeRec
     check_wheel_buildable(patches)
     tree = project.tree_dir
     with build_lock(project.build_dir):
-        try:
-            record = TreeRecord.read(tree) if (tree / ".git").exists() else None
-        except CorruptRecord:
-            if not force:
-                raise
-            record = None  # --force: rebuilt from scratch
+        record = _existing_record(tree, force)
         if is_fresh(record, base, patches):
             _write_generated(tree, base, patches)
             return record  # type: ignore[return-value]
-        if not force:
-            _refuse_to_lose_work(tree, record)
-        if record is None or record.base_sha256 != base.wheel.sha256:
-            record = _create(project, base)
-        else:
-            _reset_to_base(tree, record)
+        record = _start_from_base(project, base, record, force)
         for index, patch in enumerate(patches):
             _apply(tree, record, patch, patches[index + 1:])
         record.complete = True
@@ -187,20 +177,28 @@ def materialise(project: Project, base: Base, *, force: bool = False) -> TreeRec
 def reset_to_base(project: Project, base: Base, *, force: bool = False) -> TreeRecord:
     """Bring `build/<version>/tree` to its base commit alone (a roll applies another series on it),
     refusing, as a rebuild does, to discard any work of the developer's."""
-    tree = project.tree_dir
     with build_lock(project.build_dir):
-        try:
-            record = TreeRecord.read(tree) if (tree / ".git").exists() else None
-        except CorruptRecord:
-            if not force:
-                raise
-            record = None
+        return _start_from_base(project, base, _existing_record(project.tree_dir, force), force)
+
+
+def _existing_record(tree: Path, force: bool) -> TreeRecord | None:
+    """The tree's record; none for no tree, or for a corrupt record with --force (rebuilt from scratch)."""
+    try:
+        return TreeRecord.read(tree) if (tree / ".git").exists() else None
+    except CorruptRecord:
         if not force:
-            _refuse_to_lose_work(tree, record)
-        if record is None or record.base_sha256 != base.wheel.sha256:
-            return _create(project, base)
-        _reset_to_base(tree, record)
-        return record
+            raise
+        return None
+
+
+def _start_from_base(project: Project, base: Base, record: TreeRecord | None, force: bool) -> TreeRecord:
+    """The tree at its base commit alone (made anew for another base), unless that loses work."""
+    if not force:
+        _refuse_to_lose_work(project.tree_dir, record)
+    if record is None or record.base_sha256 != base.wheel.sha256:
+        return _create(project, base)
+    _reset_to_base(project.tree_dir, record)
+    return record
 
 
 def _refuse_to_lose_work(tree: Path, record: TreeRecord | None) -> None:
