@@ -4,6 +4,8 @@ with the tree ready to resolve, the export of the rolled series, and no work los
 from __future__ import annotations
 
 import subprocess
+import sys
+import tarfile
 import unittest
 from pathlib import Path
 
@@ -155,6 +157,25 @@ class TestRollClean(TemplateProjectTestCase):
                       (self.p.root / "patches" / NEW / "series").read_text())
         rerun = self.p.tool("--base", NEW, "tree")  # the exported series is the tree: nothing to do
         self.assertIn("3 patch(es)", rerun.stdout)
+
+    def test_a_front_end_builds_the_base_it_names(self) -> None:
+        """`--config-settings base=V` (and TORCH_OVERLAY_BASE) reach the build backend; the sdist carries
+        that base's series and names it as its default, so it builds the same base anywhere."""
+        self.p.tool("roll", "--onto", NEW)
+        for name in ("pyproject.toml", "README.md"):
+            (self.p.root / name).write_text("# a stand-in: the sdist only carries it\n")
+        code = ("import sys; from torch_overlay.artifacts import build_backend as b; "
+                "print(b.build_sdist(sys.argv[1], {'base': sys.argv[2]}))")
+        built = subprocess.run([sys.executable, "-c", code, str(self.tmp / "sdist"), NEW], cwd=self.p.root,
+                               env=self.p.env(), capture_output=True, text=True, check=True).stdout.strip()
+        self.assertTrue(built.startswith(f"torch-{NEW}+ovl3."), built)
+        with tarfile.open(self.tmp / "sdist" / built) as tar:
+            prefix = built.removesuffix(".tar.gz")
+            names = tar.getnames()
+            pin = tar.extractfile(f"{prefix}/overlay.toml").read().decode()  # type: ignore[union-attr]
+        self.assertIn(f"{prefix}/patches/{NEW}/series", names)
+        self.assertFalse(any(f"/patches/{VERSION}/" in name for name in names))
+        self.assertIn(f'default-base = "{NEW}"', pin)
 
 
 if __name__ == "__main__":
