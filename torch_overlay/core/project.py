@@ -94,12 +94,12 @@ class Project:
         return cls(root=root, cache=cache or Cache.default(), base=choose_base(root / PIN_FILE, base))
 
     @classmethod
-    def discover(cls, start: Path | None = None, base: str | None = None) -> Project:
+    def discover(cls, start: Path | None = None) -> Project:
         """The repository containing `start` (default: this tool's checkout)."""
         here = (start or CHECKOUT).resolve()
         for candidate in (here, *here.parents):
             if (candidate / PIN_FILE).is_file():
-                return cls.at(candidate, base=base)
+                return cls.at(candidate)
         raise FileNotFoundError(f"no {PIN_FILE} above {here}")
 
     def with_base(self, base: str) -> Project:
@@ -114,14 +114,9 @@ class Project:
         return self.root / PIN_FILE
 
     @property
-    def series_root(self) -> Path:
-        """`patches/`: one directory per base."""
-        return self.root / "patches"
-
-    @property
     def patches_dir(self) -> Path:
-        """This base's series: `series`, the patch files and their notes."""
-        return self.series_root / self.base
+        """This base's series (`patches/<version>/`): `series`, the patch files and their notes."""
+        return self.root / "patches" / self.base
 
     @property
     def build_dir(self) -> Path:
