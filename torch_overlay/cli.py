@@ -163,7 +163,7 @@ def cmd_stage(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     staged = stage.run_stage(project, pin, args.onto, args.output, args.patch, branch=args.branch, keep=args.keep,
                              timeout=args.timeout)
     print(stage.render(staged))
-    return 0
+    return 0 if staged.complete else 1
 
 
 def bench_options(args: argparse.Namespace) -> BenchOptions:

@@ -21,7 +21,7 @@ from .core import atomic
 from .core.errors import CheckFailed, OverlayError
 from .core.outcomes import CaseVerdict, Drift
 from .core.project import Project, default_base
-from .fork.message import upstream_status
+from .fork.message import impact, upstream_status
 from .fork.series import Patch, read_dropped, read_series, series_file
 from .pinning.pin import base_versions
 from .proofs.drift_record import DriftRecord, PatchDriftRecord
@@ -96,9 +96,9 @@ def render_table(patches: list[Patch], drift: DriftRecord, others: Sequence[Othe
     titles = {p.title for p in patches}
     extra = [p for other in others for p in other.patches or () if p.title not in titles]
     lines = [
-        "| Id | Title | Upstream issue | Upstream | Files | First release with the fix |"
+        "| Id | Title | Impact | Upstream issue | Upstream | Files | First release with the fix |"
         + "".join(f" On {o.version} |" for o in others),
-        "|---|---|---|---|---|---|" + "---|" * len(others),
+        "|---|---|---|---|---|---|---|" + "---|" * len(others),
     ]
     for p in [*patches, *extra]:
         files = "<br>".join(f"`{f}`" for f in p.files)
@@ -106,7 +106,7 @@ def render_table(patches: list[Patch], drift: DriftRecord, others: Sequence[Othe
         status = upstream_status(p)
         upstream = status.describe(_links(status.prs, "pull"))
         lines.append(
-            f"| {p.id} | {title} | {_links(p.upstream_issues, 'issues')} | {upstream} "
+            f"| {p.id} | {title} | {impact(p)} | {_links(p.upstream_issues, 'issues')} | {upstream} "
             f"| {files} | {first_release_with_fix(drift, p)} |" + "".join(f" {o.cell(p)} |" for o in others)
         )
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
 from torch_overlay.core.outcomes import CaseVerdict, Drift  # noqa: E402
 from torch_overlay.core.project import Project  # noqa: E402
-from torch_overlay.fork.message import cited_prs, parse, upstream_status  # noqa: E402
+from torch_overlay.fork.message import CHERRY_PICK, cited_prs, impact, parse, upstream_status  # noqa: E402
 from torch_overlay.fork.series import Patch, read_series  # noqa: E402
 from torch_overlay.proofs.drift import load_record as load_drift  # noqa: E402
 from torch_overlay.proofs.drift_record import DriftRecord, PatchDriftRecord, ReleaseDrift, WheelRef  # noqa: E402
@@ -59,6 +59,7 @@ python test/run_test.py -i inductor/test_thing
 Origin: backport, https://github.com/pytorch/pytorch/pull/111, https://github.com/pytorch/pytorch/pull/222
 Forwarded: not-needed
 Applied-Upstream: 2.12.1
+Impact: silent-correctness
 ---
 diff --git a/torch/_inductor/ir.py b/torch/_inductor/ir.py
 """
@@ -113,7 +114,7 @@ class TestPatchTable(expecttest.TestCase):
         table = render_table([self.patch], drift({"2.12.1": Drift.ALREADY_UPSTREAM}))
         self.assertExpectedInline(
             table.splitlines()[2],
-            """| 0001 | [inductor] Fix a \\| thing | [#333](https://github.com/pytorch/pytorch/issues/333) | backport of [#111](https://github.com/pytorch/pytorch/pull/111), [#222](https://github.com/pytorch/pytorch/pull/222) | `torch/_inductor/ir.py` | 2.12.1 |""",  # noqa: B950
+            """| 0001 | [inductor] Fix a \\| thing | silent-correctness | [#333](https://github.com/pytorch/pytorch/issues/333) | backport of [#111](https://github.com/pytorch/pytorch/pull/111), [#222](https://github.com/pytorch/pytorch/pull/222) | `torch/_inductor/ir.py` | 2.12.1 |""",  # noqa: B950
         )
 
     def test_table_replaces_only_the_marked_block(self) -> None:
@@ -173,6 +174,7 @@ class TestPatchTable(expecttest.TestCase):
             for patch in read_series(base):
                 with self.subTest(base=base.name, patch=patch.path.name):
                     status = upstream_status(patch)
+                    self.assertIn(impact(patch), CHERRY_PICK)
                     if base.name == project.base:  # the drift record measures the default base's series
                         found = first_release_carrying(recorded, patch)
                         self.assertEqual(status.applied_upstream, found[0] if found else "")
@@ -188,6 +190,10 @@ class TestPatchTable(expecttest.TestCase):
                 self.patch.path.write_text(text.replace(old, new, 1))
                 with self.assertRaisesRegex(OverlayError, "0001-inductor-Fix.patch: .*" + re.escape(message)):
                     upstream_status(self.patch)
+        self.patch.path.write_text(text.replace("Impact: silent-correctness", "Impact: cosmetic"))
+        with self.assertRaisesRegex(OverlayError, "0001-inductor-Fix.patch: `Impact: cosmetic` is not one of "
+                                                  "silent-correctness, crash, performance"):
+            impact(self.patch)
 
     def test_repository_readme_is_up_to_date(self) -> None:
         result = subprocess.run([sys.executable, "-m", "torch_overlay", "readme", "--check"], cwd=REPO,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -112,7 +113,7 @@ class TestStageOntoCheckout(StageTestCase):
         info = json.loads((out / "stage.json").read_text())
         self.assertEqual([p["verdict"] for p in info["patches"]], ["already upstream", "still needed"])
         self.assertIn("reverse-applies", info["patches"][0]["evidence"])
-        self.assertEqual(info["patches"][1]["git_apply_check"], "applies cleanly")
+        self.assertEqual(info["patches"][1]["apply"], "applies cleanly")
         body = (out / "0002-ops-Add-half.md").read_text()
         self.assertIn("Fixes #12", body)
         self.assertIn("- `test/test_half.py`", body)
@@ -182,6 +183,67 @@ class TestStageOntoCheckout(StageTestCase):
         (self.tmp / "full" / "x").write_text("")
         result = self.stage("--onto", str(self.checkout), "-o", str(self.tmp / "full"), "--branch", "other")
         self.assertIn("exists and is not empty", result.stderr)
+
+
+class TestStageOntoBase(StageTestCase):
+    """A second base, RELEASE, with its own series: `double` is fixed there (its patch dropped), and
+    `half` is carried, forward-ported as the new series' 0001."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.p.add_base(RELEASE, {**SOURCES, **BUGGY, "torch/arith.py": FIXED})
+        self.series_dir = self.p.root / "patches" / RELEASE
+        self.series_dir.mkdir()
+        shutil.copyfile(self.p.patches_dir / "0002-ops-Add-half.patch", self.series_dir / "0001-ops-Add-half.patch")
+        self.write_series("0001-ops-Add-half.patch\n")
+
+    def write_series(self, carried: str) -> None:
+        (self.series_dir / "series").write_text(
+            carried + "# dropped: 0001-arith-Fix-double.patch (upstream in 2.10.0: its tests pass there)\n")
+
+    def test_its_own_series_is_proven_staged_and_applies_in_order(self) -> None:
+        out = self.tmp / "staged"
+        result = self.stage("--onto", RELEASE, "-o", str(out))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(sorted(p.name for p in out.iterdir()),
+                         ["0001-ops-Add-half.md", "0001-ops-Add-half.patch", "README.md", "stage.json"])
+        info = json.loads((out / "stage.json").read_text())
+        self.assertEqual([(p["verdict"], p["staged"]) for p in info["patches"]], [("ok", True)])
+        self.assertIn(f"on torch {RELEASE}: stock fail", info["patches"][0]["evidence"])
+        self.assertEqual(info["dropped"], [{"file": "0001-arith-Fix-double.patch",
+                                            "why": "upstream in 2.10.0: its tests pass there"}])
+        self.assertIn("- 0001-arith-Fix-double.patch: dropped from the series: upstream in 2.10.0",
+                      (out / "README.md").read_text())
+        body = (out / "0001-ops-Add-half.md").read_text()
+        self.assertIn("They fail without the fix and pass with it (on torch 2.10.0: stock fail", body)
+        self.assertIn("## Release cherry-pick\n\nNot assessed (0001-ops-Add-half.patch: needs exactly one `Impact:`",
+                      body)
+        # What upstream gets applies with plain `git am` onto a repository of the release's sources.
+        base_tree = self.p.root / "build" / RELEASE / "tree"
+        first = dev_git(base_tree, "rev-list", "--max-parents=0", "HEAD")
+        sources = self.tmp / "release-sources"
+        dev_git(self.tmp, "clone", "-q", "--no-checkout", str(base_tree), str(sources))
+        dev_git(sources, "checkout", "-q", "--detach", first)
+        dev_git(sources, "am", "-q", str(out / "0001-ops-Add-half.patch"))
+        self.assertIn("def half", (sources / "torch/ops.py").read_text())
+        self.assertEqual(len(dev_git(base_tree, "worktree", "list").splitlines()), 1)  # the check's is gone
+
+    def test_a_patch_whose_proof_fails_is_not_staged_and_the_others_are(self) -> None:
+        # A test-only patch whose test the release already passes: it proves nothing there.
+        scratch = self.tmp / "scratch"
+        (scratch / "test" / "arith").mkdir(parents=True)
+        (scratch / "test" / "arith" / "test_double.py").write_text(DOUBLE_TEST)
+        dev_git(scratch, "init", "-q")
+        dev_git(scratch, "add", "-A")
+        dev_git(scratch, "commit", "-q", "-m", "[arith] Test double")
+        made = dev_git(scratch, "format-patch", "-1", "-o", str(self.tmp / "made"))
+        shutil.copyfile(made, self.series_dir / "0002-arith-Test-double.patch")
+        self.write_series("0001-ops-Add-half.patch\n0002-arith-Test-double.patch\n")
+        out = self.tmp / "staged"
+        result = self.stage("--onto", RELEASE, "-o", str(out))
+        self.assertEqual(result.returncode, 1, result.stderr)
+        self.assertEqual(sorted(p.name for p in out.glob("*.patch")), ["0001-ops-Add-half.patch"])
+        self.assertIn("- 0002-arith-Test-double.patch: passes on stock", (out / "README.md").read_text())
 
 
 class TestAgainstRelease(StageTestCase):

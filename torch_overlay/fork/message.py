@@ -13,6 +13,7 @@
     Origin: backport, https://github.com/pytorch/pytorch/pull/NNNN
     Forwarded: not-needed
     Applied-Upstream: 2.13.0
+    Impact: silent-correctness
 
 From these the PR body for upstream is written (`pr_body`). The last paragraph is where the
 patch stands upstream, as git trailers with DEP-3's keys (`upstream_status`):
@@ -24,6 +25,13 @@ patch stands upstream, as git trailers with DEP-3's keys (`upstream_status`):
     Applied-Upstream  the first release measured to carry upstream's fix, whole or in part
                       (`verify against VERSION`); absent while none does
     Fork-Only         why the patch is not for upstream, for the few that are not
+
+and what the bug costs a user of stock torch, which decides whether the fix meets upstream's
+criteria for a cherry-pick into a patch release (`cherry_pick`):
+
+    Impact            `silent-correctness` (a wrong result, or a program eager refuses run
+                      anyway), `crash` (a program eager runs fails under torch.compile) or
+                      `performance` (recompiles, compile time, kernels)
 
 The test that shows whether a base still needs a patch is its regression suite, the test files
 it adds (`Patch.test_files`): `verify patches` and `verify against` run exactly those.
@@ -40,7 +48,18 @@ from ..core.errors import OverlayError
 from .series import Patch
 
 PULL_URL = "https://github.com/pytorch/pytorch/pull/"
-TRAILER_KEYS = ("Origin", "Forwarded", "Applied-Upstream", "Fork-Only")
+TRAILER_KEYS = ("Origin", "Forwarded", "Applied-Upstream", "Fork-Only", "Impact")
+# Upstream's patch releases take low-risk fixes for silent correctness, crashes, regressions
+# against the previous release and a few other critical classes; performance work waits for the
+# next minor release.
+CHERRY_PICK = {
+    "silent-correctness": "meets the release cherry-pick criteria: a low-risk fix for a silent correctness bug",
+    "crash": "meets the release cherry-pick criteria: a fix for a crash (a program eager runs fails under "
+             "torch.compile)",
+    "performance": "does not meet the release cherry-pick criteria on its own: it saves recompiles or compile "
+                   "time and fixes no wrong result or crash (it qualifies only as a fix for a regression "
+                   "against the previous release)",
+}
 SECTIONS = {"root cause": "root_cause", "fix": "fix", "why this is the right long-term fix": "why",
             "upstream": "upstream"}
 
@@ -106,19 +125,36 @@ class UpstreamStatus:
         return "not upstream: to forward" if self.forwarded == "no" else f"forwarded: {self.forwarded}"
 
 
+def _trailer(patch: Patch, key: str, required: bool = True) -> str:
+    """The value of the patch's one `key:` trailer ("" for an optional one it lacks)."""
+    values = split_trailers(_full_body(patch.text))[1].get(key, [])
+    if len(values) > 1 or (required and not values):
+        raise OverlayError(f"{patch.path.name}: needs exactly one `{key}:` trailer, has {len(values)} "
+                           f"(the last paragraph of its message; see torch_overlay/fork/message.py)")
+    return values[0] if values else ""
+
+
+def impact(patch: Patch) -> str:
+    """The patch's `Impact:` (a key of CHERRY_PICK), or an error naming the patch."""
+    value = _trailer(patch, "Impact")
+    if value not in CHERRY_PICK:
+        raise OverlayError(f"{patch.path.name}: `Impact: {value}` is not one of {', '.join(CHERRY_PICK)}")
+    return value
+
+
+def cherry_pick(patch: Patch) -> str:
+    """Whether the fix meets upstream's release cherry-pick criteria, as the PR body says it."""
+    try:
+        return CHERRY_PICK[impact(patch)]
+    except OverlayError as e:
+        return f"not assessed ({e})"
+
+
 def upstream_status(patch: Patch) -> UpstreamStatus:
     """The patch's trailers, or an error naming the patch and what is missing or wrong."""
-    _, trailers = split_trailers(_full_body(patch.text))
-
-    def one(key: str, required: bool = True) -> str:
-        values = trailers.get(key, [])
-        if len(values) > 1 or (required and not values):
-            raise OverlayError(f"{patch.path.name}: needs exactly one `{key}:` trailer, has {len(values)} "
-                               f"(the last paragraph of its message; see torch_overlay/fork/message.py)")
-        return values[0] if values else ""
-
-    origin, forwarded = one("Origin"), one("Forwarded")
-    applied, fork_only = one("Applied-Upstream", required=False), one("Fork-Only", required=False)
+    origin, forwarded = _trailer(patch, "Origin"), _trailer(patch, "Forwarded")
+    applied = _trailer(patch, "Applied-Upstream", required=False)
+    fork_only = _trailer(patch, "Fork-Only", required=False)
     kind, _, urls = origin.partition(",")
     prs = tuple(int(n) for n in re.findall(re.escape(PULL_URL) + r"(\d+)", urls))
     if kind not in ("backport", "other") or (kind == "backport") != bool(prs):
@@ -183,7 +219,9 @@ def suites(message: Message) -> list[str]:
     return found
 
 
-def pr_body(patch: Patch) -> str:
+def pr_body(patch: Patch, proven: str = "") -> str:
+    """Upstream's PR template filled from the message; `proven`: where the tests were seen to fail
+    without the patch and pass with it."""
     m = parse(patch)
     tests = "\n".join(f"- `{f}`" for f in patch.test_files) or "- (none)"
     commands = "\n".join(m.test_commands) or "(none given)"
@@ -198,6 +236,9 @@ def pr_body(patch: Patch) -> str:
     if m.references:
         lines += ["## References", "", *[f"- {r}" for r in m.references], ""]
     lines += ["## Test plan", "", "New regression tests:", "", tests, "", "```", commands, "```", ""]
+    if proven:
+        lines += [f"They fail without the fix and pass with it ({proven}).", ""]
+    lines += ["## Release cherry-pick", "", cherry_pick(patch)[:1].upper() + cherry_pick(patch)[1:] + ".", ""]
     return "\n".join(lines)
 
 
