@@ -1,0 +1,79 @@
+"""Every other base's series on that base: how CI proves the second base from a fresh clone.
+
+The default base is proven by the rest of `python test/run_test.py`, through the overlay the
+README's commands install. Each other base `overlay.toml` pins with a series of its own
+(`patches/<version>/`) is checked here without installing it: its fork tree is materialised
+(the wheel fetched and checked by sha256, its own dependencies cached, as `verify` does) and
+each patch's regression suite runs on that overlay, torch taken from the tree by PYTHONPATH,
+a fresh inductor cache per file. The fast tier runs the overlay side (every file must pass); the
+full tier (`run_test.py --tier full`) runs `--base VERSION verify patches`, the stock side too.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+from synthetic import REPO
+
+sys.path.insert(0, str(REPO))
+from torch_overlay.core.outcomes import FileOutcome  # noqa: E402
+from torch_overlay.core.project import Project  # noqa: E402
+from torch_overlay.fork import tree  # noqa: E402
+from torch_overlay.fork.series import Patch, read_series, series_file  # noqa: E402
+from torch_overlay.pinning.base import load as load_base  # noqa: E402
+from torch_overlay.pinning.deps import runtime  # noqa: E402
+from torch_overlay.pinning.pin import base_versions, load_pin  # noqa: E402
+from torch_overlay.proofs.prove import existing_tests  # noqa: E402
+from torch_overlay.proofs.testrun import RunResult, run_test_file  # noqa: E402
+
+PROJECT = Project.discover(REPO)
+FULL_TIER = os.environ.get("TORCH_OVERLAY_TEST_TIER") == "full"
+OTHER_BASES = [PROJECT.with_base(v) for v in base_versions(PROJECT.pin_file)
+               if v != PROJECT.base and series_file(PROJECT.with_base(v).patches_dir).exists()]
+
+
+def prepared(project: Project) -> tuple[list[Path], dict[str, str]]:
+    """The base's overlay tree, materialised; the PYTHONPATH entries and environment its runs need."""
+    pin = load_pin(project.pin_file, project.base)
+    base = load_base(project.cache, pin, pin.wheel_for_this_interpreter())
+    tree.materialise(project, base)
+    extra = runtime(project.cache, base)
+    return [project.tree_dir, *extra.pythonpath], extra.env
+
+
+def run_on_overlay(project: Project, patch: Patch, pythonpath: list[Path], env: dict[str, str],
+                   logs: Path) -> list[RunResult]:
+    files = existing_tests(patch, project.tree_dir)
+    return [run_test_file(project.tree_dir, name, pythonpath, logs / f"{patch.id}-{name.replace('/', '_')}.log",
+                          extra_env=env) for name in files]
+
+
+@unittest.skipUnless(OTHER_BASES, "no other base with a series is pinned")
+class TestOtherBases(unittest.TestCase):
+    def test_every_patch_suite_passes_on_its_base(self) -> None:
+        for project in OTHER_BASES:
+            pythonpath, env = prepared(project)
+            with tempfile.TemporaryDirectory() as logs:
+                for patch in read_series(project.patches_dir):
+                    with self.subTest(base=project.base, patch=patch.path.name):
+                        runs = run_on_overlay(project, patch, pythonpath, env, Path(logs))
+                        self.assertTrue(runs, f"{patch.path.name} has no regression test")
+                        for run in runs:
+                            self.assertEqual(run.outcome, FileOutcome.PASS, f"{run.file}: {run.summary()}\n{run.tail}")
+
+    @unittest.skipUnless(FULL_TIER, "full tier: `python test/run_test.py --tier full`")
+    def test_every_patch_is_proven_on_its_base(self) -> None:
+        for project in OTHER_BASES:
+            with self.subTest(base=project.base):
+                result = subprocess.run([sys.executable, "-m", "torch_overlay", "-q", "--base", project.base,
+                                         "verify", "patches"], cwd=REPO, capture_output=True, text=True)
+                self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
