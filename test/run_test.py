@@ -77,7 +77,6 @@ PROJECT = Project.discover(REPO_ROOT)
 DEFAULT_TEST_ROOT = PROJECT.test_dir
 TIMES_FILE = ".test-times.json"
 OPENREG_TESTS = Path("cpp_extensions/open_registration_extension/torch_openreg/tests")
-OPENREG_BUILD_DIR = PROJECT.openreg_build_dir
 LOG_TAIL_LINES = 40
 DEFAULT_XML_DIR = "test-reports"
 # Tests too slow for every run (e.g. a fresh venv of another Python) skip unless this is "full".
@@ -160,6 +159,12 @@ def _read_torch_version(package_dir: Path) -> tuple[str, bool]:
             raise EnvironmentBroken(f"cannot import torch from {package_dir}:\n{tail}\n{INSTALL_HINT}") from None
         version, is_overlay = json.loads(proc.stdout.strip().splitlines()[-1])
         return str(version), bool(is_overlay)
+
+
+def installed_project(info: TorchInfo) -> Project:
+    """The project seen through the installed torch's base (`2.15.0` of `2.15.0+ovl22.g...`): OpenReg
+    is built for that torch in that base's build directory, never over another base's build."""
+    return PROJECT.with_base(info.version.split("+", 1)[0])
 
 
 def check_overlay(info: TorchInfo) -> None:
@@ -436,10 +441,10 @@ def default_openreg_builder(torch_dir: Path, build_dir: Path, quiet: bool) -> Pa
     return build_openreg(torch_dir, build_dir, quiet=quiet)
 
 
-def build_openreg_once(builder: OpenRegBuilder, torch_dir: Path, quiet: bool) -> Path:
-    print(f"building OpenReg in {OPENREG_BUILD_DIR} ...", flush=True)
+def build_openreg_once(builder: OpenRegBuilder, torch_dir: Path, build_dir: Path, quiet: bool) -> Path:
+    print(f"building OpenReg in {build_dir} ...", flush=True)
     try:
-        return builder(torch_dir, OPENREG_BUILD_DIR, quiet)
+        return builder(torch_dir, build_dir, quiet)
     except EnvironmentBroken:
         raise
     except Exception as exc:  # OpenRegBuildError carries the compiler's first error
@@ -527,7 +532,8 @@ def execute(args: argparse.Namespace, builder: OpenRegBuilder | None) -> int:
     if any(suite.kind == "openreg" for suite in selected):
         if info is None:
             raise EnvironmentBroken(f"torch is not installed for {sys.executable}: {INSTALL_HINT}")
-        openreg_path = build_openreg_once(builder or default_openreg_builder, info.package_dir, not args.verbose)
+        openreg_path = build_openreg_once(builder or default_openreg_builder, info.package_dir,
+                                          installed_project(info).openreg_build_dir, not args.verbose)
     where = f" against torch {info.version} ({info.package_dir})" if info is not None else ""
     print(f"running {len(selected)} test file(s){where}", flush=True)
     echo = args.verbose and args.jobs == 1

@@ -109,12 +109,26 @@ def find_compiler() -> Path:
 # -- the torch to build against -----------------------------------------------------------------
 
 def _check_torch_dir(torch_dir: Path) -> None:
-    for needed in ("include/ATen/ATen.h", "lib/libc10.so", "lib/libtorch_cpu.so"):
+    for needed in ("include/ATen/ATen.h", "lib/libc10.so", "lib/libtorch_cpu.so", "utils/cpp_extension.py"):
         if not (torch_dir / needed).exists():
             raise OpenRegBuildError(
                 f"{torch_dir} is not a usable torch package directory: {needed} is missing "
                 f"(pass the `torch/` directory of an installed wheel or overlay tree)"
             )
+
+
+def detect_cxx_standard(torch_dir: Path) -> str:
+    """The C++ standard that torch compiles its own extensions with (`17`, `20`): its headers
+    need it (2.15.0's use C++20's `std::strong_ordering`), so OpenReg is built with the same.
+
+    Read from the flag `torch.utils.cpp_extension` passes, without importing that torch.
+    """
+    source = (torch_dir / "utils" / "cpp_extension.py").read_text(errors="replace")
+    found = re.search(r"cpp_flag_prefix \+ 'c\+\+(\d+)'", source)
+    if found is None:
+        raise OpenRegBuildError(f"{torch_dir / 'utils' / 'cpp_extension.py'} does not say which C++ standard "
+                                "torch's extensions use (no `cpp_flag_prefix + 'c++NN'`)")
+    return found.group(1)
 
 
 def detect_cxx11_abi(torch_dir: Path) -> int:
@@ -177,6 +191,7 @@ def _wanted_config(torch_dir: Path, compiler: Path, cxx11_abi: int, cmake: Path,
         "torch_dir": str(torch_dir),
         "compiler": str(compiler),
         "cxx11_abi": cxx11_abi,
+        "cxx_standard": detect_cxx_standard(torch_dir),
         "source": str(CHECKOUT),
         # `pip install -e .` builds with the cmake/ninja of pip's temporary build environment,
         # later runs with the venv's: a move of the tools needs a re-configure, not a rebuild.
@@ -216,6 +231,7 @@ def _configure(build_dir: Path, cmake: Path, ninja: Path, compiler: Path, wanted
         "-DCMAKE_BUILD_TYPE=Release",
         f"-DTORCH_PYTHON_DIR={wanted['torch_dir']}",
         f"-DOPENREG_CXX11_ABI={wanted['cxx11_abi']}",
+        f"-DOPENREG_CXX_STANDARD={wanted['cxx_standard']}",
         f"-DOPENREG_PYTHON_DIR={build_dir / 'python'}",
     ]  # fmt: skip
     rc, lines = _run_streaming(cmd, quiet=quiet)
