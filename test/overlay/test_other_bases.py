@@ -3,8 +3,8 @@
 The default base is proven by the rest of `python test/run_test.py`, through the overlay the
 README's commands install. Each other base `overlay.toml` pins with a series of its own
 (`patches/<version>/`) is checked here without installing it: its fork tree is materialised
-(the wheel fetched and checked by sha256, its own dependencies cached, as `verify` does) and
-each patch's regression suite runs on that overlay, torch taken from the tree by PYTHONPATH,
+(the wheel fetched and checked by sha256, its own dependencies cached and OpenReg built for it,
+as `verify` does) and each patch's regression suite runs on that overlay, torch taken from the tree by PYTHONPATH,
 a fresh inductor cache per file. The fast tier runs the overlay side (every file must pass); the
 full tier (`run_test.py --tier full`) runs `--base VERSION verify patches`, the stock side too.
 """
@@ -28,7 +28,7 @@ from torch_overlay.fork.series import Patch, read_series, series_file  # noqa: E
 from torch_overlay.pinning.base import load as load_base  # noqa: E402
 from torch_overlay.pinning.deps import runtime  # noqa: E402
 from torch_overlay.pinning.pin import base_versions, load_pin  # noqa: E402
-from torch_overlay.proofs.prove import existing_tests  # noqa: E402
+from torch_overlay.proofs.prove import existing_tests, with_privateuse1_backend  # noqa: E402
 from torch_overlay.proofs.testrun import RunResult, run_test_file  # noqa: E402
 
 PROJECT = Project.discover(REPO)
@@ -42,7 +42,7 @@ def prepared(project: Project) -> tuple[list[Path], dict[str, str]]:
     pin = load_pin(project.pin_file, project.base)
     base = load_base(project.cache, pin, pin.wheel_for_this_interpreter())
     tree.materialise(project, base)
-    extra = runtime(project.cache, base)
+    extra = with_privateuse1_backend(project, runtime(project.cache, base))
     return [project.tree_dir, *extra.pythonpath], extra.env
 
 

@@ -36,6 +36,11 @@ def info(message: str, *, end: str = "\n") -> None:
         print(message, end=end, file=sys.stderr, flush=True)
 
 
+def warning(message: str) -> None:
+    """Something the run goes on without, as one line (always shown)."""
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
 def error(message: str) -> None:
     """A failure, as one line (always shown)."""
     print(f"error: {message}", file=sys.stderr, flush=True)

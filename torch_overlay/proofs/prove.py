@@ -5,7 +5,10 @@ For each patch, its test files (taken from the overlay tree, where `git am` put 
 fail there, or they do not catch the bug; (b) in the overlay tree: they must pass. Both runs
 use the same interpreter (`sys.executable`); the torch under test is chosen by PYTHONPATH and
 every run has its own inductor cache (see `testrun`). A base other than the installed torch's
-release runs with its own dependencies (`pinning.deps`).
+release runs with its own dependencies (`pinning.deps`) and with OpenReg built for its tree:
+the OpenReg installed here is built for another release's ABI and is not autoloaded, so the one
+for this base is put on PYTHONPATH and loaded by pytest (`-p torch_openreg`), and the suites of
+PrivateUse1-only patches run on both sides as they do on the installed base.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..artifacts.openreg import OpenRegBuildError, build_openreg
 from ..core import log
 from ..core.errors import OverlayError
 from ..core.lock import build_lock
@@ -23,7 +27,7 @@ from ..core.project import Project
 from ..fork import stock
 from ..fork.series import Patch
 from ..pinning.base import Base
-from ..pinning.deps import runtime
+from ..pinning.deps import Runtime, runtime
 from .testrun import DEFAULT_TIMEOUT, RunResult, run_test_file
 
 
@@ -97,7 +101,7 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
           timeout: float = DEFAULT_TIMEOUT) -> list[PatchProof]:
     """Run the matrix for `patches`; the overlay tree must already hold the whole series."""
     work = project.verify_dir
-    extra = runtime(project.cache, base)
+    extra = with_privateuse1_backend(project, runtime(project.cache, base))
     with build_lock(work):
         logs = work / "logs"
         shutil.rmtree(logs, ignore_errors=True)
@@ -113,6 +117,21 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
                                         files, logs, timeout, extra.env)
                 proofs.append(PatchProof(patch, files, stock_runs, overlay_runs))
     return proofs
+
+
+def with_privateuse1_backend(project: Project, extra: Runtime) -> Runtime:
+    """For a base that is not the installed torch's release (`extra` disables autoloading the
+    installed backends): OpenReg built for the base's fork tree, which also loads into its stock
+    tree (the same compiled libraries). Without a C++ tool chain the proof goes on without it,
+    and says so: PrivateUse1-only suites then run no test."""
+    if not extra.env:
+        return extra
+    try:
+        staged = build_openreg(project.tree_dir / "torch", project.openreg_build_dir, quiet=True)
+    except OpenRegBuildError as e:
+        log.warning(f"OpenReg does not build for torch {project.base}, so PrivateUse1 suites cannot run: {e}")
+        return extra
+    return Runtime([*extra.pythonpath, staged], {**extra.env, "PYTEST_ADDOPTS": "-p torch_openreg"})
 
 
 def side_summary(results: tuple[RunResult, ...]) -> str:
