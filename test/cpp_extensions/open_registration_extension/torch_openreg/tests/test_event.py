@@ -79,6 +79,22 @@ class TestOpenRegEvents(TestCase):
         with self.assertRaisesRegex(ValueError, "enable_timing=True"):
             start.elapsed_time(untimed)
 
+    def test_openreg_events_are_torch_events(self):
+        # From 2.15.0 on, torch's C++ event API takes the other event only as an
+        # exact torch.Event: torch.openreg.Event must give one.
+        end = torch.openreg.Event(enable_timing=True)
+        self.assertIs(type(end), torch.Event)
+        self.assertIsInstance(end, torch.openreg.Event)
+        self.assertNotIsInstance(torch.Event(device="cpu"), torch.openreg.Event)
+        start = torch.Event(device="openreg", enable_timing=True)
+        stream = torch.Stream(device="openreg")
+        stream.record_event(start)
+        with torch.openreg.stream(stream):
+            torch.ones(64, device="openreg").add_(1)
+        self.assertIs(stream.record_event(end), end)
+        end.synchronize()
+        self.assertGreaterEqual(start.elapsed_time(end), 0.0)
+
 
 class TestOpenRegUnknownStreamsAndEvents(TestCase):
     def test_forged_stream_ids_are_refused(self):

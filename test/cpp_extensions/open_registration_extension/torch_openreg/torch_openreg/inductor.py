@@ -103,6 +103,50 @@ class OpenRegWrapperCodegen(PythonWrapperCodegen):
         self.writeline(f"with device_access({index}): {self.wrap_kernel_call(kernel_name, call_args)}")
 
 
+# The Scheduler's loop rewrites made while it pairs nodes up for fusion, each
+# refused for CPU nodes (``node.is_cpu()``) because the C++ kernel generator
+# does not support them, with what each returns when refusing. Those that a
+# torch does not have are left alone: 2.9.1 has only the first.
+_CPP_UNSUPPORTED_LOOP_REWRITES: dict[str, Any] = {
+    "shared_data_after_reordering_loop": -1,  # (node1, node2) -> score; -1: not done
+    "shared_data_after_inverting_indexing": -1,  # (node1, node2) -> score; -1: not done
+    "_try_reindex_pointwise_for_reduction": False,  # (node1, node2) -> reindexed?
+    "_selected_tiling_memory": None,  # (nodes) -> Triton tiling cost; None: unknown
+}
+
+
+def _on_openreg(args: Any) -> bool:
+    """Whether a scheduler node among ``args`` (nodes, or lists of nodes) runs on openreg."""
+    nodes = [n for arg in args for n in (arg if isinstance(arg, (list, tuple)) else (arg,))]
+    return any(
+        (device := leaf.get_device()) is not None and device.type == BACKEND_NAME
+        for node in nodes
+        if hasattr(node, "get_nodes")
+        for leaf in node.get_nodes()
+    )
+
+
+def _refuse_loop_rewrites_on_openreg(scheduler: Any) -> None:
+    """Make ``scheduler`` refuse OpenReg's nodes the loop rewrites it refuses
+    the CPU's (:data:`_CPP_UNSUPPORTED_LOOP_REWRITES`): it tells the two apart
+    by device type, but OpenReg's kernels come from the same C++ generator.
+    On 2.15.0, reindexing a pointwise for a reduction read an OpenReg node's
+    C++ loop groups (a pair of size tuples) as Triton's (numel, rnumel) and
+    failed ("can't multiply sequence by non-int of type 'tuple'")."""
+    if getattr(scheduler, "_openreg_loop_rewrites_refused", False):
+        return  # one backend per openreg device, all for the same scheduler
+    scheduler._openreg_loop_rewrites_refused = True
+    for name, refused in _CPP_UNSUPPORTED_LOOP_REWRITES.items():
+        rewrite = getattr(scheduler, name, None)
+        if rewrite is None:
+            continue
+
+        def refusing(*args: Any, _rewrite: Any = rewrite, _refused: Any = refused, **kwargs: Any) -> Any:
+            return _refused if _on_openreg((*args, *kwargs.values())) else _rewrite(*args, **kwargs)
+
+        setattr(scheduler, name, refusing)
+
+
 class OpenRegScheduling(CppScheduling):
     """Inductor's C++ kernel generator for openreg.
 
@@ -112,7 +156,16 @@ class OpenRegScheduling(CppScheduling):
     of ``masked`` in ``codegen/common.py``), so kernels with masked loads
     failed to generate. While generating OpenReg's kernels, the backend is
     therefore named as what it is: "cpp".
+
+    The Scheduler it serves refuses OpenReg's nodes the loop rewrites that
+    the C++ generator does not support, as it does the CPU's
+    (:func:`_refuse_loop_rewrites_on_openreg`).
     """
+
+    def __init__(self, scheduler: Any) -> None:
+        super().__init__(scheduler)
+        if scheduler is not None:
+            _refuse_loop_rewrites_on_openreg(scheduler)
 
     def codegen_node(self, node: Any) -> None:
         with torch._inductor.config.patch(cuda_backend="cpp"):

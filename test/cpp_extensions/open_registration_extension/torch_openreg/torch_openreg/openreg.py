@@ -155,13 +155,31 @@ class Stream(torch.Stream):
         return super().__new__(cls, device=target, priority=priority)
 
 
-class Event(torch.Event):
-    """An openreg event (``enable_timing=True`` for ``elapsed_time``)."""
+class _EventType(type):
+    """Metaclass of :class:`Event`: every ``torch.Event`` on openreg is one."""
 
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False) -> Event:
-        return super().__new__(
-            cls, device=_DEVICE_TYPE, enable_timing=enable_timing, blocking=blocking, interprocess=interprocess
-        )
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, torch.Event) and instance.device.type == _DEVICE_TYPE
+
+
+class Event(torch.Event, metaclass=_EventType):
+    """An openreg event (``enable_timing=True`` for ``elapsed_time``).
+
+    Constructing one gives a plain ``torch.Event`` on openreg, not an instance
+    of a subclass: from 2.15.0 on, torch's C++ event API takes only exact
+    ``torch.Event`` objects as the *other* event (``elapsed_time``'s argument,
+    ``Stream.record_event``'s), refusing a subclass' instances with "expected
+    other to be a torch.Event object". The class still derives from
+    ``torch.Event``: Dynamo captures a device's ``Event`` only if it does (see
+    :mod:`.compiler`), and ``isinstance(e, torch.openreg.Event)`` holds for
+    every openreg ``torch.Event`` (see :class:`_EventType`).
+    """
+
+    def __new__(  # type: ignore[misc]
+        cls, enable_timing: bool = False, blocking: bool = False, interprocess: bool = False
+    ) -> torch.Event:
+        return torch.Event(device=_DEVICE_TYPE, enable_timing=enable_timing, blocking=blocking,
+                           interprocess=interprocess)
 
 
 def _stream(packed: list[int]) -> Stream:
