@@ -5,10 +5,9 @@ For each patch, its test files (taken from the overlay tree, where `git am` put 
 fail there, or they do not catch the bug; (b) in the overlay tree: they must pass. Both runs
 use the same interpreter (`sys.executable`); the torch under test is chosen by PYTHONPATH and
 every run has its own inductor cache (see `testrun`). A base other than the installed torch's
-release runs with its own dependencies (`pinning.deps`) and with OpenReg built for its tree:
-the OpenReg installed here is built for another release's ABI and is not autoloaded, so the one
-for this base is put on PYTHONPATH and loaded by pytest (`-p torch_openreg`), and the suites of
-PrivateUse1-only patches run on both sides as they do on the installed base.
+release runs with its own dependencies (`pinning.deps`) and with OpenReg built for its tree
+(`with_privateuse1_backend`), so the suites of PrivateUse1-only patches run on both sides as
+they do on the installed base.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from ..core.project import Project
 from ..fork import stock
 from ..fork.series import Patch
 from ..pinning.base import Base
-from ..pinning.deps import Runtime, runtime
+from ..pinning.deps import NO_EXTENSIONS, Runtime, runtime
 from .testrun import DEFAULT_TIMEOUT, RunResult, run_test_file
 
 
@@ -120,10 +119,13 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
 
 
 def with_privateuse1_backend(project: Project, extra: Runtime) -> Runtime:
-    """For a base that is not the installed torch's release (`extra` disables autoloading the
-    installed backends): OpenReg built for the base's fork tree, which also loads into its stock
-    tree (the same compiled libraries). Without a C++ tool chain the proof goes on without it,
-    and says so: PrivateUse1-only suites then run no test."""
+    """For a base that is not the installed torch's release (`extra` turns off autoloading the
+    installed backends, built for another ABI): OpenReg built for the base's fork tree, which
+    also loads into its stock tree (the same compiled libraries). It goes on PYTHONPATH ahead of
+    the installed one, so that autoloading (back on) imports it in every process a test starts,
+    and pytest loads it too (`-p torch_openreg`) where no `torch.backends` entry point names it.
+    Without a C++ tool chain the proof goes on without it, and says so: PrivateUse1-only suites
+    then run no test."""
     if not extra.env:
         return extra
     try:
@@ -131,7 +133,8 @@ def with_privateuse1_backend(project: Project, extra: Runtime) -> Runtime:
     except OpenRegBuildError as e:
         log.warning(f"OpenReg does not build for torch {project.base}, so PrivateUse1 suites cannot run: {e}")
         return extra
-    return Runtime([*extra.pythonpath, staged], {**extra.env, "PYTEST_ADDOPTS": "-p torch_openreg"})
+    env = {k: v for k, v in extra.env.items() if k not in NO_EXTENSIONS}
+    return Runtime([staged, *extra.pythonpath], {**env, "PYTEST_ADDOPTS": "-p torch_openreg"})
 
 
 def side_summary(results: tuple[RunResult, ...]) -> str:
