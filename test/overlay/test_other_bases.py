@@ -42,7 +42,8 @@ def prepared(project: Project) -> tuple[list[Path], dict[str, str]]:
     pin = load_pin(project.pin_file, project.base)
     base = load_base(project.cache, pin, pin.wheel_for_this_interpreter())
     tree.materialise(project, base)
-    extra = with_privateuse1_backend(project, runtime(project.cache, base))
+    extra = with_privateuse1_backend(project.tree_dir / "torch", project.openreg_build_dir,
+                                     runtime(project.cache, base))
     return [project.tree_dir, *extra.pythonpath], extra.env
 
 

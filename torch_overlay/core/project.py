@@ -138,6 +138,11 @@ class Project:
         return self.build_dir / "openreg"
 
     @property
+    def stock_openreg_build_dir(self) -> Path:
+        """OpenReg built against this release's stock tree (`verify against` runs its tests there)."""
+        return self.build_dir / "openreg-stock"
+
+    @property
     def verify_dir(self) -> Path:
         """The stock trees and logs of `verify patches` and `verify against`."""
         return self.build_dir / "verify"

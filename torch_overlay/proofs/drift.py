@@ -32,11 +32,11 @@ from ..fork.applycheck import ApplyCheck
 from ..fork.series import Patch
 from ..pinning.base import Base
 from ..pinning.base import load as load_base
-from ..pinning.deps import NO_EXTENSIONS, ensure_deps
+from ..pinning.deps import NO_EXTENSIONS, Runtime, ensure_deps, runtime
 from ..pinning.pin import Pin
 from . import upstream
 from .drift_record import DriftRecord, FileRun, PatchDriftRecord, ReleaseDrift, WheelRef
-from .prove import existing_tests, run_side, side_summary
+from .prove import existing_tests, run_side, side_summary, with_privateuse1_backend
 from .testrun import RunResult
 
 
@@ -96,8 +96,9 @@ def _file_run(run: RunResult) -> FileRun:
                    run.cases, run.log, run.tail)
 
 
-def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path], patches: list[Patch],
-                  logs: Path, timeout: float, base_tree: Path | None = None) -> list[PatchDrift]:
+def drift_on_tree(release_tree: Path, overlay_tree: Path, release: Runtime, patches: list[Patch],
+                  logs: Path, timeout: float, base_tree: Path | None = None,
+                  base: Runtime | None = None) -> list[PatchDrift]:
     """Apply checks and test runs of each patch on a stock tree of another release.
 
     With `base_tree` (a stock tree of the base) the same tests also run there, so that each
@@ -110,11 +111,14 @@ def drift_on_tree(release_tree: Path, overlay_tree: Path, pythonpath: list[Path]
         check = applycheck.check(release_tree, patch)
         files = existing_tests(patch, overlay_tree)
         stock.place_tests(release_tree, overlay_tree, files)
-        runs = run_side(release_tree, pythonpath, patch, "upstream", files, logs, timeout, NO_EXTENSIONS)
+        runs = run_side(release_tree, [release_tree, *release.pythonpath], patch, "upstream", files, logs, timeout,
+                        release.env)
         base_runs: tuple[RunResult, ...] = ()
         if base_tree is not None:
             stock.place_tests(base_tree, overlay_tree, files)
-            base_runs = run_side(base_tree, [base_tree], patch, "stock", files, logs, timeout, NO_EXTENSIONS)
+            base_extra = base or Runtime()
+            base_runs = run_side(base_tree, [base_tree, *base_extra.pythonpath], patch, "stock", files, logs, timeout,
+                                 base_extra.env)
         results.append(PatchDrift(patch, runs, check, base_runs))
     stock.clear_tests(release_tree)
     return results
@@ -153,9 +157,14 @@ def evaluate_release(project: Project, pin: Pin, version: str, patches: list[Pat
         with (build_lock(work), stock.stock_tree(release, work, keep=keep) as release_tree,
               stock.stock_tree(base, work, keep=keep) as base_tree):
             clock = time.monotonic()
-            pythonpath = [release_tree] + ([deps] if deps else [])
-            results = drift_on_tree(release_tree, project.tree_dir, pythonpath, patches, work / "logs", timeout,
-                                    base_tree)
+            # Both sides with a PrivateUse1 device, as `verify patches` runs them (`prove`).
+            release_openreg = project.with_base(version).stock_openreg_build_dir
+            release_extra = with_privateuse1_backend(release_tree / "torch", release_openreg,
+                                                     Runtime([deps] if deps else [], dict(NO_EXTENSIONS)))
+            base_extra = with_privateuse1_backend(project.tree_dir / "torch", project.openreg_build_dir,
+                                                  runtime(project.cache, base))
+            results = drift_on_tree(release_tree, project.tree_dir, release_extra, patches, work / "logs", timeout,
+                                    base_tree, base_extra)
             seconds["checks"] = time.monotonic() - clock
     finally:
         if not keep:  # also after an interruption: a release weighs gigabytes

@@ -100,7 +100,8 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
           timeout: float = DEFAULT_TIMEOUT) -> list[PatchProof]:
     """Run the matrix for `patches`; the overlay tree must already hold the whole series."""
     work = project.verify_dir
-    extra = with_privateuse1_backend(project, runtime(project.cache, base))
+    extra = with_privateuse1_backend(project.tree_dir / "torch", project.openreg_build_dir,
+                                     runtime(project.cache, base))
     with build_lock(work):
         logs = work / "logs"
         shutil.rmtree(logs, ignore_errors=True)
@@ -118,10 +119,11 @@ def prove(project: Project, base: Base, patches: list[Patch], *, keep: bool = Fa
     return proofs
 
 
-def with_privateuse1_backend(project: Project, extra: Runtime) -> Runtime:
-    """For a base that is not the installed torch's release (`extra` turns off autoloading the
-    installed backends, built for another ABI): OpenReg built for the base's fork tree, which
-    also loads into its stock tree (the same compiled libraries). It goes on PYTHONPATH ahead of
+def with_privateuse1_backend(torch_dir: Path, build_dir: Path, extra: Runtime) -> Runtime:
+    """For a torch that is not the installed torch's release (`extra` turns off autoloading the
+    installed backends, built for another ABI): OpenReg built in `build_dir` against `torch_dir`
+    (a fork tree's, or a release's stock tree), which also loads into every other tree of that
+    release (the same compiled libraries). It goes on PYTHONPATH ahead of
     the installed one, so that autoloading (back on) imports it in every process a test starts,
     and pytest loads it too (`-p torch_openreg`) where no `torch.backends` entry point names it.
     Without a C++ tool chain the proof goes on without it, and says so: PrivateUse1-only suites
@@ -129,9 +131,9 @@ def with_privateuse1_backend(project: Project, extra: Runtime) -> Runtime:
     if not extra.env:
         return extra
     try:
-        staged = build_openreg(project.tree_dir / "torch", project.openreg_build_dir, quiet=True)
+        staged = build_openreg(torch_dir, build_dir, quiet=True)
     except OpenRegBuildError as e:
-        log.warning(f"OpenReg does not build for torch {project.base}, so PrivateUse1 suites cannot run: {e}")
+        log.warning(f"OpenReg does not build against {torch_dir}, so PrivateUse1 suites cannot run there: {e}")
         return extra
     env = {k: v for k, v in extra.env.items() if k not in NO_EXTENSIONS}
     return Runtime([staged, *extra.pythonpath], {**env, "PYTEST_ADDOPTS": "-p torch_openreg"})
