@@ -140,8 +140,9 @@ UPSTREAM_ISSUES: tuple[tuple[str, tuple[str, ...], int], ...] = (
     (r"__(vmap|grad|vmap_grad_and_value)__dynamic$", (RAISES,), 181384),
     # Eager's memory-overlap checks (an operand overlapping the target, a written-to tensor
     # with internal overlap) are not made by compiled code on stock torch. The overlay makes
-    # them while tracing (0021, and 0027 for `t.add_(s, alpha=a)`, which Dynamo rewrites as an
-    # add_ of a fresh product); what still runs compiled is tagged here.
+    # them while tracing (0021, and 0027 for `t.add_(s, alpha=a)`, `t.addcdiv_(s, u, value=v)` and
+    # `t.addcmul_(s, u, value=v)`, which Dynamo rewrites as an add_ of a fresh product); what
+    # still runs compiled is tagged here.
     (r"", (NO_RAISE_OVERLAP,), 126474),
 )
 
@@ -310,6 +311,8 @@ OPS: tuple[Op, ...] = (
     Op("masked_fill_", lambda t, s, i: t.masked_fill_(i[:, None], FILL), MASK, False, True),
     Op("copy_", lambda t, s, i: t.copy_(s), None, True, True, src_rows=1),
     Op("add_", lambda t, s, i: t.add_(s, alpha=0.5), None, True, True, src_rows=1),
+    Op("addcdiv_", lambda t, s, i: t.addcdiv_(s, s.abs() + 1, value=0.5), None, True, True, src_rows=1),
+    Op("addcmul_", lambda t, s, i: t.addcmul_(s, s, value=0.5), None, True, True, src_rows=1),
     Op("mul_", lambda t, s, i: t.mul_(s), None, True, True, src_rows=1),
     Op("setitem_int", _setitem_int, None, True, True),
     Op("setitem_slice", _setitem_slice, None, True, True),
