@@ -1,6 +1,7 @@
 # pytorch/pytorch#133512: functionalization does not reproduce the strides of a mutated
 # non-contiguous input, so a stride-sensitive op after the mutation reads other elements
 import torch
+from verdict import report
 
 ISSUE = 133512
 
@@ -17,8 +18,4 @@ def main():
     return torch.equal(ref, out)
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

@@ -1,6 +1,7 @@
 # pytorch/pytorch#139789: input mutation, then the same graph is called with
 # inputs that alias each other -> AOTAutograd should recompile (synthetic base)
 import torch
+from verdict import report
 
 ISSUE = 139789
 
@@ -22,8 +23,4 @@ def main():
     return same
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

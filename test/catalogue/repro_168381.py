@@ -1,6 +1,7 @@
 # pytorch/pytorch#168381: index_select on a permuted (non-contiguous) input returns a
 # contiguous tensor in eager but a non-contiguous one under torch.compile
 import torch
+from verdict import report
 
 ISSUE = 168381
 
@@ -25,8 +26,4 @@ def main():
     return ok
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

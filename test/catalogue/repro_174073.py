@@ -1,6 +1,7 @@
 # pytorch/pytorch#174073: argmin/argmax over a transpose of a tensor mutated in place
 # (Inductor CPU returns the physical instead of the logical index)
 import torch
+from verdict import report
 
 ISSUE = 174073
 
@@ -23,8 +24,4 @@ def main():
     return ref.item() == out.item() and torch.allclose(x1, x2)
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

@@ -1,5 +1,6 @@
 # pytorch/pytorch#176854: Dynamo keeps stale autograd metadata after detach_()
 import torch
+from verdict import report
 
 ISSUE = 176854
 
@@ -21,8 +22,4 @@ def main():
     return rg_e == rg_c and torch.allclose(z_e, z_c)
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

@@ -1,5 +1,6 @@
 # pytorch/pytorch#185888: as_strided_ metadata mutation not reflected on the original tensor
 import torch
+from verdict import report
 
 ISSUE = 185888
 
@@ -21,8 +22,4 @@ def main():
             and torch.equal(ref[4], out[4]))
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

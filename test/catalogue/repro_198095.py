@@ -1,6 +1,7 @@
 # pytorch/pytorch#198095: output that is a view of an aliased input (synthetic base)
 # is regenerated from the wrong tensor: ta[0] comes back as t0[0]
 import torch
+from verdict import report
 
 ISSUE = 198095
 
@@ -25,8 +26,4 @@ def main():
     return same_vals and same_alias
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

@@ -1,6 +1,7 @@
 # pytorch/pytorch#198102: in-place write through a gapped unfold view (step > size)
 # zeroes the base elements no window covers, under functionalization
 import torch
+from verdict import report
 
 ISSUE = 198102
 
@@ -19,8 +20,4 @@ def main():
     return torch.equal(ref, out)
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

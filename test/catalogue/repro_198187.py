@@ -3,6 +3,7 @@
 import random
 
 import torch
+from verdict import report
 
 ISSUE = 198187
 
@@ -24,8 +25,4 @@ def main():
     return torch.allclose(ref, out)
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

@@ -1,6 +1,7 @@
 # pytorch/pytorch#198270: x.index_put_(...) then x.add_(x.flip(0)); Inductor fuses the
 # copy back into x with a read of x at other positions
 import torch
+from verdict import report
 
 ISSUE = 198270
 
@@ -24,8 +25,4 @@ def main():
     return ok
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)

@@ -1,6 +1,7 @@
 # pytorch/pytorch#198364: copysign, floor_divide, div(floor), addr(beta=0), put return
 # other strides than eager for a transposed first input
 import torch
+from verdict import report
 
 ISSUE = 198364
 
@@ -27,8 +28,4 @@ def main():
     return not bad
 
 
-try:
-    ok = main()
-    print(f"REPRO {ISSUE} {'fixed' if ok else 'reproduces'}")
-except Exception as e:
-    print(f"REPRO {ISSUE} error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+report(ISSUE, main)
