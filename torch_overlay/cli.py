@@ -22,7 +22,7 @@ from .fork import status, tree
 from .fork.series import overlay_version, read_series
 from .pinning import base as base_mod
 from .pinning.pin import Pin, load_pin
-from .proofs import regressions
+from .proofs import catalogue, regressions
 from .proofs.gate_record import GateRecord
 from .proofs.testrun import DEFAULT_TIMEOUT, TIERS
 
@@ -88,6 +88,16 @@ def cmd_against(project: Project, pin: Pin, args: argparse.Namespace) -> int:
     if args.record:
         log.info(f"recorded in {drift.record(project, entry)}")
     return 0
+
+
+def cmd_catalogue(project: Project, pin: Pin, args: argparse.Namespace) -> int:
+    catalogue.repros(project, args.issue)  # name a wrong issue before any download
+    base = load_base(project, pin)
+    tree.materialise(project, base)
+    results = catalogue.evaluate(project, base, args.issue, keep=args.keep, timeout=args.timeout)
+    print(json.dumps(catalogue.to_json(results, base), indent=2) if args.json
+          else catalogue.render(results, pin.version))
+    return 1 if any(r.harm for r in results) else 0
 
 
 def cmd_gate(project: Project, pin: Pin, args: argparse.Namespace) -> int:
@@ -295,13 +305,21 @@ def verify_parser(v: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
     tier_timeouts = ", ".join(f"{seconds:.0f} {tier} tier" for tier, seconds in regressions.TIMEOUTS.items())
     gate.add_argument("--timeout", type=float, help=f"seconds per side of a part (default: {tier_timeouts})")
     gate.set_defaults(run=cmd_gate)
+    cat = modes.add_parser("catalogue", help="re-run upstream's silent-correctness reports (test/catalogue) on "
+                                             "stock torch and on the overlay; harm fails")
+    cat.add_argument("-i", "--issue", nargs="+", metavar="ISSUE", help="only these reports (upstream issue numbers)")
+    cat.add_argument("--json", action="store_true", help="machine-readable results on stdout")
+    cat.add_argument("--keep", action="store_true", help="keep the stock tree for the next run")
+    cat.add_argument("--timeout", type=float, default=catalogue.DEFAULT_TIMEOUT,
+                     help=f"seconds per repro and side (default: {catalogue.DEFAULT_TIMEOUT:.0f})")
+    cat.set_defaults(run=cmd_catalogue)
     merge = modes.add_parser("merge", help="combine the gate's shard records of one run into the tier's record")
     merge.add_argument("records", nargs="+", type=Path, metavar="RECORD",
                        help="`verify gate --shard I N --json` output: every shard of each part, once")
     merge.add_argument("--json", action="store_true", help="machine-readable results on stdout")
     merge.add_argument("--record", action="store_true", help="write the merged record to benchmarks/regressions.json")
     merge.set_defaults(run=cmd_merge)
-    return [patches, against, gate, merge]
+    return [patches, against, gate, cat, merge]
 
 
 def patch_options(p: argparse.ArgumentParser) -> None:
@@ -354,7 +372,7 @@ def _os_failure(error: OSError) -> str:
     return f"{error.strerror or error}:{where}"
 
 
-VERIFY_MODES = ("patches", "against", "gate", "merge")
+VERIFY_MODES = ("patches", "against", "gate", "catalogue", "merge")
 # What the modes were spelled before they were subcommands: a user of the old spelling is told the new.
 OLD_VERIFY_FLAGS = {"--regressions": "verify gate", "--against": "verify against VERSION",
                     "--merge": "verify merge RECORD..."}

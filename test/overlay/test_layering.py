@@ -32,6 +32,7 @@ LINT_IMPORTS = "import sys; from importlinter.cli import lint_imports_command; s
 TORCH_FREE = (
     "test_bench",
     "test_build_from_source",
+    "test_catalogue",
     "test_cli_errors",
     "test_doc_paths",
     "test_faults",  # its OpenReg case imports torch in the test itself, to build against it

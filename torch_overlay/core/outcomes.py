@@ -86,6 +86,20 @@ class Proof(Outcome):
     BROKEN = "fails on overlay"
 
 
+class Repro(Outcome):
+    """`verify catalogue`: what one torch makes of an upstream report's repro (its last line)."""
+
+    REPRODUCES = "reproduces"  # compiled differs from eager without an error
+    FIXED = "fixed"  # compiled agrees with eager, or raises eager's error
+    ERROR = "error"  # compiled raises where eager does not
+    NO_VERDICT = "no verdict"  # the repro died, timed out or printed no verdict line
+
+    @property
+    def rank(self) -> int:
+        """How well a torch fares: fixed > a clear error > a silent wrong result or no answer."""
+        return {Repro.FIXED: 2, Repro.ERROR: 1}.get(self, 0)
+
+
 class Drift(Outcome):
     """`verify against` and `stage`: what a later release (or an upstream checkout) makes of a patch."""
 

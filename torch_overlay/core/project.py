@@ -133,6 +133,11 @@ class Project:
         return self.root / "test"
 
     @property
+    def catalogue_dir(self) -> Path:
+        """Upstream's silent-correctness reports, one repro each (`verify catalogue` runs them)."""
+        return self.test_dir / "catalogue"
+
+    @property
     def openreg_build_dir(self) -> Path:
         """OpenReg's CMake build and the staged `torch_openreg` package."""
         return self.build_dir / "openreg"
