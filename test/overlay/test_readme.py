@@ -22,7 +22,7 @@ from torch_overlay.bench import render_table as render_bench_table  # noqa: E402
 from torch_overlay.core.errors import OverlayError  # noqa: E402
 from torch_overlay.core.outcomes import CaseVerdict, Drift  # noqa: E402
 from torch_overlay.core.project import Project  # noqa: E402
-from torch_overlay.fork.message import CHERRY_PICK, cited_prs, impact, parse, upstream_status  # noqa: E402
+from torch_overlay.fork.message import CHERRY_PICK, cited_prs, impact, parse, pr_body, upstream_status  # noqa: E402
 from torch_overlay.fork.series import Patch, read_series  # noqa: E402
 from torch_overlay.proofs.drift import load_record as load_drift  # noqa: E402
 from torch_overlay.proofs.drift_record import DriftRecord, PatchDriftRecord, ReleaseDrift, WheelRef  # noqa: E402
@@ -95,6 +95,15 @@ class TestPatchTable(expecttest.TestCase):
 
     def test_cited_prs_span_the_whole_paragraph(self) -> None:
         self.assertEqual(cited_prs(parse(self.patch)), (111, 222))
+
+    def test_a_backport_s_pr_body_asks_for_upstream_s_prs_to_be_picked(self) -> None:
+        body = pr_body(self.patch)
+        self.assertIn("the request is a cherry-pick of #111, #222 onto the release branch", body)
+        fork_fix = Path(self._tmp.name) / "0002-inductor-Fix.patch"
+        fork_fix.write_text(MESSAGE.replace("Origin: backport, https://github.com/pytorch/pytorch/pull/111, "
+                                            "https://github.com/pytorch/pytorch/pull/222", "Origin: other")
+                            .replace("Forwarded: not-needed", "Forwarded: no"))
+        self.assertNotIn("cherry-pick of", pr_body(Patch(fork_fix)))
 
     def test_first_release_is_the_lowest_version_measured_as_upstream(self) -> None:
         measured = drift({"2.13.0": Drift.ALREADY_UPSTREAM, "2.9.10": Drift.STILL_NEEDED,

@@ -226,6 +226,7 @@ def pr_body(patch: Patch, proven: str = "") -> str:
     tests = "\n".join(f"- `{f}`" for f in patch.test_files) or "- (none)"
     commands = "\n".join(m.test_commands) or "(none given)"
     lines = [f"# {m.title}", "", "## Summary", ""]
+    lines += _backport_request(patch)
     if m.preamble:
         lines += [m.preamble, ""]
     lines += [_first_sentence(m.root_cause) or m.title, ""]
@@ -240,6 +241,21 @@ def pr_body(patch: Patch, proven: str = "") -> str:
         lines += [f"They fail without the fix and pass with it ({proven}).", ""]
     lines += ["## Release cherry-pick", "", cherry_pick(patch)[:1].upper() + cherry_pick(patch)[1:] + ".", ""]
     return "\n".join(lines)
+
+
+def _backport_request(patch: Patch) -> list[str]:
+    """For a backport: upstream's own PRs are what the release needs, picked onto its branch,
+    not this patch as a new fix for main (which has them)."""
+    try:
+        prs = upstream_status(patch).prs
+    except OverlayError:
+        return []
+    if not prs:
+        return []
+    named = ", ".join(f"#{n}" for n in prs)
+    return [f"Backport of {named}, already merged upstream and missing from this release: the request is a "
+            f"cherry-pick of {named} onto the release branch. This body and its tests show the bug and the fix on "
+            "the release; the Upstream reference below says how this patch differs from upstream's.", ""]
 
 
 def _first_sentence(text: str) -> str:
