@@ -3,7 +3,8 @@
 `verify patches` proves that each patch fixes its bug; this proves that the overlay breaks nothing
 else. Every file `test/differential/test_*.py` (a corpus *part*) runs with pytest twice with
 the same interpreter: against a stock tree of the base (hard links, as `verify patches` uses) and
-against the overlay tree, each with its own inductor cache. Eager is the oracle inside the
+against the overlay tree, each with its own inductor cache (a base other than the installed torch's
+release with its own dependencies, `pinning.deps`). Eager is the oracle inside the
 corpus; here only the two sides' per-case outcomes are compared:
 
 * agree-pass / agree-fail: both sides say the same;
@@ -56,6 +57,7 @@ from ..core.project import Project
 from ..core.records import BaseRef
 from ..fork import stock
 from ..pinning.base import Base
+from ..pinning.deps import Runtime, runtime
 from .gate_record import SIDES, CaseRecord, CaseTimes, GateRecord, PartRecord, ShardRecord, SideRecord, verdict_counts
 from .testrun import DEFAULT_TIMEOUT, TIERS, collect_cases, run_cases
 
@@ -117,11 +119,26 @@ def upstream_tags(messages: dict[str, str]) -> dict[str, str]:
     return {case: match.group(1) for case, match in tags.items() if match}
 
 
-def run_part(part: Path, tree: Path, log: Path, tier: str, timeout: float,
+@dataclass(frozen=True)
+class Sides:
+    """The torch of each side: its tree first on PYTHONPATH, then what the base's runtime adds (another
+    base's dependencies, when the installed torch is not its release)."""
+
+    trees: dict[str, Path]
+    runtime: Runtime
+
+    def pythonpath(self, side: str) -> list[Path]:
+        return [self.trees[side], *self.runtime.pythonpath]
+
+    def env(self, tier: str) -> dict[str, str]:
+        return {**self.runtime.env, **tier_env(tier)}
+
+
+def run_part(part: Path, sides: Sides, side: str, log: Path, tier: str, timeout: float,
              cases: list[str] | None = None) -> SideRun:
-    """Run `part` (or only `cases` of it) with torch taken from `tree`."""
+    """Run `part` (or only `cases` of it) with the torch of `side`."""
     start = time.monotonic()
-    run = run_cases(part, [tree], log, timeout, cases, tier_env(tier))
+    run = run_cases(part, sides.pythonpath(side), log, timeout, cases, sides.env(tier))
     return SideRun(run.outcomes, run.returncode, round(time.monotonic() - start, 1), str(log),
                    upstream_tags(run.messages), run.durations)
 
@@ -221,13 +238,13 @@ def merge(stock_run: SideRun, overlay_run: SideRun) -> dict[str, CaseResult]:
             for n in names}
 
 
-def run_sides(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int,
+def run_sides(part: Path, sides: Sides, logs: Path, tier: str, timeout: float, jobs: int,
               cases: list[str] | None = None, attempt: int = 0) -> dict[str, SideRun]:
     """Both sides of one part, at once when `jobs` > 1 (each pytest is one process)."""
     def one(side: str) -> SideRun:
         suffix = f"-rerun{attempt}" if attempt else ""
         log = logs / f"{part.stem}-{side}{suffix}.log"
-        return run_part(part, trees[side], log, tier, timeout, cases)
+        return run_part(part, sides, side, log, tier, timeout, cases)
 
     with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(SIDES)))) as pool:
         return dict(zip(SIDES, pool.map(one, SIDES), strict=True))
@@ -241,7 +258,7 @@ def cases_to_rerun(cases: dict[str, CaseResult], confirm_fixes: bool) -> list[st
     return [n for n, c in disagreeing.items() if confirm_fixes or c.stock == [CaseOutcome.PASSED]]
 
 
-def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeout: float, jobs: int,
+def check_part(part: Path, sides: Sides, logs: Path, tier: str, timeout: float, jobs: int,
                shard: Shard | None = None, confirm_fixes: bool = True) -> PartResult:
     """Both sides of `part` (of only `shard`'s cases, if given), then the re-runs (`cases_to_rerun`)."""
     name = part_name(part)
@@ -252,7 +269,7 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     for stale in logs.glob(f"{part.stem}-*-rerun*.log"):  # an earlier run's re-runs would read as this run's
         stale.unlink()
     log.info(f"  {name}: stock and overlay ({tier} tier) ...")
-    runs = run_sides(part, trees, logs, tier, timeout, jobs, None if shard is None else shard.cases)
+    runs = run_sides(part, sides, logs, tier, timeout, jobs, None if shard is None else shard.cases)
     for side, run in runs.items():
         if not run.outcomes:
             ended = "timed out" if run.returncode is None else f"exited {run.returncode}"
@@ -264,7 +281,7 @@ def check_part(part: Path, trees: dict[str, Path], logs: Path, tier: str, timeou
     rerun = cases_to_rerun(cases, confirm_fixes)
     for attempt in range(1, RERUNS + 1 if rerun else 1):
         log.info(f"  {name}: re-running {len(rerun)} disagreeing case(s), attempt {attempt}/{RERUNS}")
-        again = run_sides(part, trees, logs, tier, timeout, jobs, rerun, attempt)
+        again = run_sides(part, sides, logs, tier, timeout, jobs, rerun, attempt)
         for n in rerun:
             cases[n].stock.append(again["stock"].outcomes.get(n, CaseOutcome.MISSING))
             cases[n].overlay.append(again["overlay"].outcomes.get(n, CaseOutcome.MISSING))
@@ -289,24 +306,25 @@ def run_gate(project: Project, base: Base, tier: str, parts: Sequence[Path], *, 
     timeout = timeout or TIMEOUTS[tier]
     work = project.gate_dir
     with build_lock(work), stock.stock_tree(base, work, keep=keep) as stock_tree:
-        trees = {"stock": stock_tree, "overlay": project.tree_dir}
+        sides = Sides({"stock": stock_tree, "overlay": project.tree_dir}, runtime(project.cache, base))
         results = []
         for index, part in enumerate(parts, 1):
             log.info(f"[{index}/{len(parts)}] {part_name(part)}")
-            planned = None if shard is None else plan_shard(project, part, trees, work / "logs", tier, shard)
-            results.append(check_part(part, trees, work / "logs", tier, timeout, jobs, planned, confirm_fixes))
+            planned = None if shard is None else plan_shard(project, part, sides, work / "logs", tier, shard)
+            results.append(check_part(part, sides, work / "logs", tier, timeout, jobs, planned, confirm_fixes))
             if on_part is not None:
                 on_part(results[-1])
     return results
 
 
-def plan_shard(project: Project, part: Path, trees: dict[str, Path], logs: Path, tier: str,
+def plan_shard(project: Project, part: Path, sides: Sides, logs: Path, tier: str,
                shard: tuple[int, int]) -> Shard:
     """Shard I of N of `part`: the cases either side collects, partitioned by recorded duration."""
     index, total = shard
 
     def collect(side: str) -> list[str]:
-        return collect_cases(part, [trees[side]], logs / f"{part.stem}-{side}-collect.log", extra_env=tier_env(tier))
+        return collect_cases(part, sides.pythonpath(side), logs / f"{part.stem}-{side}-collect.log",
+                             extra_env=sides.env(tier))
 
     with ThreadPoolExecutor(max_workers=len(SIDES)) as pool:
         collected = sorted(set().union(*pool.map(collect, SIDES)))
