@@ -83,6 +83,12 @@ class Runtime:
     pythonpath: list[Path] = field(default_factory=list)  # after the tree
     env: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def other_release(self) -> bool:
+        """Whether the tree is another release than the installed torch's: the installed extensions,
+        built for the installed torch, are then kept from loading (`NO_EXTENSIONS`)."""
+        return NO_EXTENSIONS.items() <= self.env.items()
+
 
 def installed_release() -> str | None:
     """The release of the torch installed in this environment (`2.9.1` for `2.9.1+ovl35.g...`)."""

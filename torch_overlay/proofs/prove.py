@@ -128,7 +128,7 @@ def with_privateuse1_backend(torch_dir: Path, build_dir: Path, extra: Runtime) -
     and pytest loads it too (`-p torch_openreg`) where no `torch.backends` entry point names it.
     Without a C++ tool chain the proof goes on without it, and says so: PrivateUse1-only suites
     then run no test."""
-    if not extra.env:
+    if not extra.other_release:
         return extra
     try:
         staged = build_openreg(torch_dir, build_dir, quiet=True)
