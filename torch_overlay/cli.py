@@ -91,10 +91,10 @@ def cmd_against(project: Project, pin: Pin, args: argparse.Namespace) -> int:
 
 
 def cmd_catalogue(project: Project, pin: Pin, args: argparse.Namespace) -> int:
-    catalogue.repros(project, args.issue)  # name a wrong issue before any download
+    chosen = catalogue.repros(project, args.issue)  # name a wrong issue before any download
     base = load_base(project, pin)
     tree.materialise(project, base)
-    results = catalogue.evaluate(project, base, args.issue, keep=args.keep, timeout=args.timeout)
+    results = catalogue.evaluate(project, base, chosen, keep=args.keep, timeout=args.timeout)
     print(json.dumps(catalogue.to_json(results, base), indent=2) if args.json
           else catalogue.render(results, pin.version))
     return 1 if any(r.harm for r in results) else 0

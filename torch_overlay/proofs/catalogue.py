@@ -129,10 +129,9 @@ def _text(data: bytes | str | None) -> str:
     return data.decode(errors="replace") if isinstance(data, bytes) else data or ""
 
 
-def evaluate(project: Project, base: Base, wanted: list[str] | None, *, keep: bool = False,
+def evaluate(project: Project, base: Base, chosen: list[tuple[int, Path]], *, keep: bool = False,
              timeout: float = DEFAULT_TIMEOUT) -> list[ReportResult]:
-    """Every chosen repro on stock `base` and on its overlay tree (which must hold the series)."""
-    chosen = repros(project, wanted)
+    """The `chosen` repros (`repros`) on stock `base` and on its overlay tree (which must hold the series)."""
     extra = runtime(project.cache, base)
     work = project.verify_dir
     logs = work / "catalogue-logs"
