@@ -36,6 +36,7 @@ import torch
 import torch._dynamo
 from torch.testing._internal.common_device_type import instantiate_device_type_tests
 from torch.testing._internal.common_utils import TEST_WITH_SLOW, TestCase, parametrize, run_tests
+from torch.utils._pytree import tree_leaves
 
 FULL: bool = bool(TEST_WITH_SLOW)
 
@@ -110,10 +111,6 @@ def _inputs(dtype: torch.dtype, device: str) -> tuple[torch.Tensor, torch.Tensor
     return x.to(device=device, dtype=dtype), y.to(device=device, dtype=dtype)
 
 
-def _flat(out: Any) -> list[torch.Tensor]:
-    return list(out) if isinstance(out, (list, tuple)) else [out]
-
-
 class TestFloatScalars(TestCase):
     def setUp(self) -> None:
         super().setUp()
@@ -123,8 +120,7 @@ class TestFloatScalars(TestCase):
         self.addCleanup(patch.__exit__, None, None, None)
         self.addCleanup(torch._dynamo.reset)
 
-    def _compare(self, c: Case, actual: list[torch.Tensor], expected: list[torch.Tensor],
-                 where: str) -> None:
+    def _compare(self, actual: list[torch.Tensor], expected: list[torch.Tensor], where: str) -> None:
         self.assertEqual(len(actual), len(expected), msg=where)
         for k, (a, e) in enumerate(zip(actual, expected)):
             self.assertEqual(a.dtype, e.dtype, msg=f"{where} output {k} dtype")
@@ -138,12 +134,12 @@ class TestFloatScalars(TestCase):
         for s in FLOAT_VALUES:
             where = f"{c.name} s={s!r}:"
             try:
-                expected = _flat(fn(x, y, s))
+                expected = tree_leaves(fn(x, y, s))
             except RuntimeError as e:  # eager rejects it (a float into an integer in place)
                 with self.assertRaises(Exception, msg=f"{where} eager raised {e}"):
                     compiled(x, y, s)
                 continue
-            self._compare(c, _flat(compiled(x, y, s)), expected, where)
+            self._compare(tree_leaves(compiled(x, y, s)), expected, where)
 
 
 instantiate_device_type_tests(TestFloatScalars, globals())
