@@ -4,9 +4,10 @@ The default base is proven by the rest of `python test/run_test.py`, through the
 README's commands install. Each other base `overlay.toml` pins with a series of its own
 (`patches/<version>/`) is checked here without installing it: its fork tree is materialised
 (the wheel fetched and checked by sha256, its own dependencies cached and OpenReg built for it,
-as `verify` does) and each patch's regression suite runs on that overlay, torch taken from the tree by PYTHONPATH,
-a fresh inductor cache per file. The fast tier runs the overlay side (every file must pass); the
-full tier (`run_test.py --tier full`) runs `--base VERSION verify patches`, the stock side too.
+as `verify` does) and each patch's regression suite runs on that overlay (each file once), torch
+taken from the tree by PYTHONPATH, a fresh inductor cache per file. The fast tier runs the overlay
+side (every file must pass); the full tier (`run_test.py --tier full`) runs `--base VERSION verify
+patches`, the stock side too.
 """
 
 from __future__ import annotations
@@ -47,11 +48,23 @@ def prepared(project: Project) -> tuple[list[Path], dict[str, str]]:
     return [project.tree_dir, *extra.pythonpath], extra.env
 
 
-def run_on_overlay(project: Project, patch: Patch, pythonpath: list[Path], env: dict[str, str],
-                   logs: Path) -> list[RunResult]:
-    files = existing_tests(patch, project.tree_dir)
-    return [run_test_file(project.tree_dir, name, pythonpath, logs / f"{patch.id}-{name.replace('/', '_')}.log",
-                          extra_env=env) for name in files]
+class OverlayRuns:
+    """Each test file of a base's series, run once on its overlay tree: the tree holds the whole
+    series, so a file several patches touch (e.g. one meta test extended by four) gives every one
+    of them the same result."""
+
+    def __init__(self, project: Project, pythonpath: list[Path], env: dict[str, str], logs: Path) -> None:
+        self.project, self.pythonpath, self.env, self.logs = project, pythonpath, env, logs
+        self.done: dict[str, RunResult] = {}
+
+    def of(self, patch: Patch) -> list[RunResult]:
+        return [self.run(name) for name in existing_tests(patch, self.project.tree_dir)]
+
+    def run(self, name: str) -> RunResult:
+        if name not in self.done:
+            log = self.logs / f"{name.replace('/', '_')}.log"
+            self.done[name] = run_test_file(self.project.tree_dir, name, self.pythonpath, log, extra_env=self.env)
+        return self.done[name]
 
 
 @unittest.skipUnless(OTHER_BASES, "no other base with a series is pinned")
@@ -60,9 +73,10 @@ class TestOtherBases(unittest.TestCase):
         for project in OTHER_BASES:
             pythonpath, env = prepared(project)
             with tempfile.TemporaryDirectory() as logs:
+                overlay = OverlayRuns(project, pythonpath, env, Path(logs))
                 for patch in read_series(project.patches_dir):
                     with self.subTest(base=project.base, patch=patch.path.name):
-                        runs = run_on_overlay(project, patch, pythonpath, env, Path(logs))
+                        runs = overlay.of(patch)
                         self.assertTrue(runs, f"{patch.path.name} has no regression test")
                         for run in runs:
                             self.assertEqual(run.outcome, FileOutcome.PASS, f"{run.file}: {run.summary()}\n{run.tail}")
