@@ -36,8 +36,12 @@ call form, so that one form's failure does not hide another form's change of out
   families). Only the fake leg runs here: eager on the mixed inputs is the oracle.
 * ``test_layouts`` / ``test_inplace_layouts``: the sample with all its tensors made
   non-contiguous (OpInfo's own ``SampleInput.noncontiguous``, variant ``noncontiguous``),
-  and with its input replaced by an expanded tensor with internal overlap (a stride-0 dim
-  of size > 1, variant ``overlapping_input``).
+  with its input replaced by an expanded tensor with internal overlap (a stride-0 dim of
+  size > 1, variant ``overlapping_input``), by a copy laid out transposed in its last two
+  dims (variant ``transposed_input``) and, for a 4-d or 5-d input, by a channels_last or
+  channels_last_3d copy (variant ``channels_last_input``): the layouts whose output strides
+  eager's kernels decide and references and meta kernels have got wrong
+  (pytorch/pytorch#168381, #198364).
 
 Errors: when eager raises, fake and meta must raise too (any exception type); when eager
 succeeds they must succeed with matching metadata. For the synthesized layout variants only
@@ -894,19 +898,37 @@ def _overlapping(t: torch.Tensor) -> Optional[torch.Tensor]:
     return clone_tree(t.narrow(d, 0, 1)).expand(t.shape)
 
 
+def _transposed(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """A copy of `t` (same shape and values) laid out transposed in its last two dims."""
+    if t.dim() < 2 or t.shape[-1] < 2 or t.shape[-2] < 2:
+        return None
+    return clone_tree(t).mT.contiguous().mT
+
+
+def _channels_last(t: torch.Tensor) -> Optional[torch.Tensor]:
+    """A channels_last (4-d) or channels_last_3d (5-d) copy of `t`, when that changes its strides."""
+    formats = {4: torch.channels_last, 5: torch.channels_last_3d}
+    if t.dim() not in formats or t.shape[1] < 2 or t[0, 0].numel() < 2:
+        return None
+    return clone_tree(t).contiguous(memory_format=formats[t.dim()])
+
+
 def layout_variants(sample: SampleInput) -> list[Variant]:
-    """The sample with non-contiguous tensors, and with an internally overlapping input."""
+    """The sample with non-contiguous tensors, and with its input internally overlapping,
+    transposed or channels-last."""
     variants: list[Variant] = []
     if _has_unfakeable(sample_tuple(sample)):
         return variants  # sparse/quantized/nested: no strides to vary
     if any(isinstance(t, torch.Tensor) for t in pytree.tree_leaves(sample_tuple(sample))):
         variants.append(("noncontiguous", sample_tuple(sample.noncontiguous())))
     inp, args, kwargs = sample_tuple(sample)
-    if isinstance(inp, torch.Tensor):
-        expanded = _overlapping(inp)
-        if expanded is not None:
-            args, kwargs = clone_tree((args, kwargs))
-            variants.append(("overlapping_input", (expanded, args, kwargs)))
+    if isinstance(inp, torch.Tensor) and inp.layout == torch.strided:
+        for name, relaid in (("overlapping_input", _overlapping),
+                             ("transposed_input", _transposed),
+                             ("channels_last_input", _channels_last)):
+            new_inp = relaid(inp)
+            if new_inp is not None:
+                variants.append((name, (new_inp, *clone_tree((args, kwargs)))))
     return variants
 
 
