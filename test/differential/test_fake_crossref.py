@@ -95,6 +95,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import random
 import re
 import warnings
@@ -908,7 +909,7 @@ def _transposed(t: torch.Tensor) -> Optional[torch.Tensor]:
 def _channels_last(t: torch.Tensor) -> Optional[torch.Tensor]:
     """A channels_last (4-d) or channels_last_3d (5-d) copy of `t`, when that changes its strides."""
     formats = {4: torch.channels_last, 5: torch.channels_last_3d}
-    if t.dim() not in formats or t.shape[1] < 2 or t[0, 0].numel() < 2:
+    if t.dim() not in formats or t.shape[1] < 2 or math.prod(t.shape[2:]) < 2:
         return None
     return clone_tree(t).contiguous(memory_format=formats[t.dim()])
 
